@@ -1,0 +1,1 @@
+//! STUB: filled in by the health work.
