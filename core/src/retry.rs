@@ -1,0 +1,728 @@
+//! The retry sequence of one logical call.
+//!
+//! A [`Call`] decides *whether*, *when* and *where* the next attempt goes. It owns only
+//! what belongs to one call (attempt count, deadline, backoff state, idempotency key);
+//! everything shared between calls — classification rules, the RNG, retry budgets,
+//! breakers, limiters, the key pool — sits behind the [`Gate`] it is driven with. The
+//! gate is the one seam where the shared machines are asked before each attempt
+//! ([`Gate::admit`]) and told after it ([`Gate::on_attempt_end`]).
+//!
+//! Inputs are `on_*`, outputs `poll_*`; see the crate documentation for the loop.
+
+use core::time::Duration;
+
+use rand_core::Rng;
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::classify::{ClassifyConfig, Failure, Scope, Verdict};
+use crate::error::UsageError;
+use crate::hints::Hints;
+use crate::idempotency::IdempotencyKey;
+use crate::ids::{AttemptId, Target};
+use crate::outcome::{Outcome, Phase, Transport, TransportKind};
+use crate::ring::Ring;
+use crate::time::{Monotonic, Timestamp};
+
+#[path = "retry_config.rs"]
+mod config;
+#[path = "retry_events.rs"]
+mod events;
+
+pub use config::RetryConfig;
+pub use events::CallEvent;
+
+/// What the driver must do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Send this attempt now.
+    Send(Attempt),
+    /// Nothing to do before this instant (or before an outcome arrives).
+    Wait(Timestamp),
+    /// The call is over.
+    Done(Finish),
+}
+
+/// One attempt the driver must send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// Identifies the attempt in [`Call::on_outcome`].
+    pub id: AttemptId,
+    /// Where it goes.
+    pub target: Target,
+    /// The whole attempt must end within this span. Cut to the time left before the
+    /// call's deadline, except for streams, whose length only `attempt_timeout` bounds.
+    pub timeout: Duration,
+    /// Unless an outcome (for a stream: its first event, reported as the success) is
+    /// reported by this instant, the call counts the attempt as timed out.
+    pub deadline: Timestamp,
+    /// The TCP/TLS connect timeout.
+    pub connect_timeout: Duration,
+    /// For streams: the first event must arrive within this span (cut to the time
+    /// left before the call's deadline).
+    pub first_event_timeout: Option<Duration>,
+    /// Sent as the `Idempotency-Key` header; the same on every attempt of the call.
+    pub idempotency_key: IdempotencyKey,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// An attempt succeeded.
+    Success {
+        /// Attempts made, the successful one included.
+        attempts: u32,
+        /// Where the successful attempt went.
+        target: Target,
+    },
+    /// The call gave up.
+    GaveUp(GiveUp),
+}
+
+impl Finish {
+    /// Attempts made.
+    pub fn attempts(&self) -> u32 {
+        match self {
+            Finish::Success { attempts, .. } => *attempts,
+            Finish::GaveUp(g) => g.attempts,
+        }
+    }
+
+    /// Whether the call succeeded.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Finish::Success { .. })
+    }
+}
+
+/// Why and after what a call gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GiveUp {
+    /// Why.
+    pub reason: GiveUpReason,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last failure, when there was an attempt.
+    pub last_failure: Option<Failure>,
+    /// The HTTP status of the last attempt, when it got one.
+    pub last_status: Option<u16>,
+}
+
+/// Why a call gave up. Each is data an adapter can act on (fall back, fail over, queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GiveUpReason {
+    /// The last failure may not be retried (a request-scope error, or `x-should-retry: false`).
+    NotRetryable,
+    /// The request may have been processed and the call is not idempotent.
+    UnsafeToRetry,
+    /// `max_attempts` attempts were made.
+    RetriesExhausted,
+    /// The deadline passed, or the next attempt could only start after it.
+    DeadlineExceeded,
+    /// The server asked for a wait longer than `max_retry_after` or than the time left.
+    HintTooLong {
+        /// The wait the server asked for.
+        hint: Duration,
+    },
+    /// The retry budget of every usable endpoint is spent.
+    BudgetExhausted,
+    /// Every endpoint's breaker is open; the earliest one may admit a probe at `until`.
+    BreakerOpen {
+        /// When the first breaker half-opens.
+        until: Timestamp,
+    },
+    /// No endpoint has a key that is not disabled.
+    NoUsableKey,
+    /// The client-side rate limit would only admit the attempt after the deadline.
+    RateLimited {
+        /// When the limiter would admit it.
+        until: Timestamp,
+    },
+    /// The caller cancelled the call.
+    Cancelled,
+}
+
+impl core::fmt::Display for GiveUpReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            GiveUpReason::NotRetryable => f.write_str("not retryable"),
+            GiveUpReason::UnsafeToRetry => f.write_str("not idempotent, unsafe to retry"),
+            GiveUpReason::RetriesExhausted => f.write_str("retries exhausted"),
+            GiveUpReason::DeadlineExceeded => f.write_str("deadline exceeded"),
+            GiveUpReason::HintTooLong { hint } => {
+                write!(f, "server asked to wait {}", crate::duration::Human(*hint))
+            }
+            GiveUpReason::BudgetExhausted => f.write_str("retry budget exhausted"),
+            GiveUpReason::BreakerOpen { .. } => f.write_str("circuit breaker open"),
+            GiveUpReason::NoUsableKey => f.write_str("no usable key"),
+            GiveUpReason::RateLimited { .. } => f.write_str("rate limited past the deadline"),
+            GiveUpReason::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// What a gate is asked before each attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Query {
+    /// The number the attempt will have (1 for the first; >1 is a retry).
+    pub attempt: u32,
+    /// What the last failure rules out, and until when.
+    pub avoid: Option<Avoid>,
+    /// The call's estimated token cost (for token rate limits).
+    pub tokens: u64,
+    /// Whether to wait for an open breaker (instead of giving up at once).
+    pub hold_on_breaker: bool,
+}
+
+/// A target the last failure rules out until an instant: the whole endpoint for an
+/// endpoint-scope failure, the one key for a key or throttle failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Avoid {
+    /// The target that failed.
+    pub target: Target,
+    /// The failure's scope: [`Scope::Endpoint`] avoids the endpoint, else the key.
+    pub scope: Scope,
+    /// No attempt goes there before this instant ([`Timestamp::MAX`]: never).
+    pub until: Timestamp,
+    /// Why the wait: a backoff, a server hint, or a hint too long to honour.
+    pub cause: WaitCause,
+}
+
+impl Avoid {
+    /// Whether `target` is ruled out at `now`.
+    pub fn rules_out(&self, now: Timestamp, target: Target) -> bool {
+        let same = match self.scope {
+            Scope::Endpoint => target.endpoint == self.target.endpoint,
+            _ => target == self.target,
+        };
+        same && now < self.until
+    }
+}
+
+/// Why an attempt must wait; decides the give-up reason when the wait passes the deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitCause {
+    /// Exponential backoff.
+    Backoff,
+    /// A server hint (`Retry-After`, a rate-limit reset, a key cooling down).
+    Hint(Duration),
+    /// An open breaker.
+    Breaker,
+    /// The client-side rate limiter.
+    RateLimit,
+    /// Every slot for calls in flight is taken.
+    Busy,
+}
+
+/// A gate's answer before an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Go now, with this grant.
+    Go(Grant),
+    /// Nothing can go before this instant.
+    NotBefore(Timestamp, WaitCause),
+    /// Nothing will ever go: give up.
+    Refuse(GiveUpReason),
+}
+
+/// What a gate granted: the target, and what it must be told back at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// Where the attempt goes.
+    pub target: Target,
+    /// Whether it holds a half-open breaker's probe slot.
+    pub probe: bool,
+    /// Tokens charged to the limiter.
+    pub tokens: u64,
+}
+
+/// What a gate is told after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The grant the attempt went out with.
+    pub grant: Grant,
+    /// How it went.
+    pub verdict: Verdict,
+    /// From send to outcome.
+    pub latency: Duration,
+    /// The server's hints, when it answered.
+    pub hints: Hints,
+    /// Tokens the request really used, when known.
+    pub tokens_used: Option<u64>,
+    /// When this call will try the same target again, after a throttle or failure.
+    pub retry_at: Option<Timestamp>,
+}
+
+/// The shared machines a [`Call`] consults: one seam, asked before each attempt and told
+/// after it. [`SingleEndpoint`] is the simplest gate; the engine is the full one.
+pub trait Gate {
+    /// The RNG jitter is drawn from.
+    type Rng: Rng + ?Sized;
+    /// The classification rules.
+    fn classifier(&self) -> &ClassifyConfig;
+    /// The RNG.
+    fn rng(&mut self) -> &mut Self::Rng;
+    /// Before an attempt: where it may go, or until when it must wait, or never.
+    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit;
+    /// After an attempt: its outcome, for budgets, breakers, limiters, keys and health.
+    fn on_attempt_end(&mut self, now: Timestamp, report: &Report);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready {
+        avoid: Option<Avoid>,
+    },
+    InFlight {
+        id: AttemptId,
+        grant: Grant,
+        sent_at: Timestamp,
+        deadline: Timestamp,
+    },
+    Arrived {
+        grant: Grant,
+        sent_at: Timestamp,
+        at: Timestamp,
+        outcome: Outcome,
+    },
+    Done(Finish),
+}
+
+/// The retry sequence of one logical call. Fixed size, no allocation.
+#[derive(Debug, Clone)]
+pub struct Call {
+    config: RetryConfig,
+    backoff: Backoff,
+    key: IdempotencyKey,
+    tokens: u64,
+    deadline: Timestamp,
+    attempts: u32,
+    last_failure: Option<Failure>,
+    last_status: Option<u16>,
+    last_target: Option<Target>,
+    clock: Monotonic,
+    state: State,
+    events: Ring<CallEvent, 8>,
+}
+
+impl Call {
+    /// Starts a call at `now` whose attempts all carry `key`.
+    pub fn new(
+        now: Timestamp,
+        retry: &RetryConfig,
+        backoff: &BackoffConfig,
+        key: IdempotencyKey,
+    ) -> Call {
+        let mut clock = Monotonic::default();
+        let now = clock.observe(now);
+        let deadline = retry
+            .deadline
+            .map_or(Timestamp::MAX, |d| now.saturating_add(d));
+        Call {
+            config: *retry,
+            backoff: Backoff::new(*backoff),
+            key,
+            tokens: 0,
+            deadline,
+            attempts: 0,
+            last_failure: None,
+            last_status: None,
+            last_target: None,
+            clock,
+            state: State::Ready { avoid: None },
+            events: Ring::new(),
+        }
+    }
+
+    /// The same call with an estimated token cost for token rate limits.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: u64) -> Call {
+        self.tokens = tokens;
+        self
+    }
+
+    /// The idempotency key every attempt carries.
+    pub fn idempotency_key(&self) -> IdempotencyKey {
+        self.key
+    }
+
+    /// The instant after which no attempt starts ([`Timestamp::MAX`] without a deadline).
+    pub fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+
+    /// Attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Reports what happened to attempt `id`. A late outcome for an attempt the call
+    /// already timed out is an error the driver may ignore.
+    pub fn on_outcome(
+        &mut self,
+        now: Timestamp,
+        id: AttemptId,
+        outcome: Outcome,
+    ) -> Result<(), UsageError> {
+        let now = self.clock.observe(now);
+        match self.state {
+            State::InFlight {
+                id: current,
+                grant,
+                sent_at,
+                ..
+            } if current == id => {
+                self.state = State::Arrived {
+                    grant,
+                    sent_at,
+                    at: now,
+                    outcome,
+                };
+                Ok(())
+            }
+            State::Done(_) => Err(UsageError::Finished),
+            _ => Err(UsageError::UnknownAttempt { id }),
+        }
+    }
+
+    /// The next thing to do. Call it after every input and whenever the instant of the
+    /// last `Wait` comes; drain it until `Wait` or `Done`.
+    pub fn poll_decision<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Decision {
+        let now = self.clock.observe(now);
+        loop {
+            match self.state {
+                State::Done(finish) => return Decision::Done(finish),
+                State::InFlight { deadline, .. } if now < deadline => {
+                    return Decision::Wait(deadline);
+                }
+                State::InFlight { grant, sent_at, .. } => {
+                    // The driver did not report in time: the attempt timed out.
+                    self.state = State::Arrived {
+                        grant,
+                        sent_at,
+                        at: now,
+                        outcome: Outcome::Transport(Transport::new(
+                            TransportKind::Timeout,
+                            Phase::AfterSend,
+                        )),
+                    };
+                }
+                State::Arrived {
+                    grant,
+                    sent_at,
+                    at,
+                    outcome,
+                } => self.settle(gate, grant, sent_at, at, &outcome),
+                State::Ready { avoid } => return self.next_attempt(now, gate, avoid),
+            }
+        }
+    }
+
+    /// The next instant the driver must call [`Call::poll_decision`] without another
+    /// input; `None` when the call is done.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Done(_) => None,
+            State::InFlight { deadline, .. } => Some(deadline),
+            State::Arrived { at, .. } => Some(at),
+            State::Ready { avoid } => Some(
+                avoid
+                    .map_or(self.clock.latest(), |a| a.until)
+                    .min(self.deadline),
+            ),
+        }
+    }
+
+    /// The next event for logs and metrics.
+    pub fn poll_event(&mut self) -> Option<CallEvent> {
+        self.events.pop()
+    }
+
+    /// Gives the call up at `now`: an attempt in flight is reported to the gate as
+    /// cancelled (releasing what it held) and the call finishes with `Cancelled`.
+    pub fn cancel<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Finish {
+        let now = self.clock.observe(now);
+        if let State::InFlight { grant, sent_at, .. } = self.state {
+            self.settle(gate, grant, sent_at, now, &Outcome::Cancelled);
+        }
+        match self.state {
+            State::Done(finish) => finish,
+            _ => self.finish(now, GiveUpReason::Cancelled),
+        }
+    }
+
+    /// Whether the call has finished.
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, State::Done(_))
+    }
+
+    fn next_attempt<G: Gate + ?Sized>(
+        &mut self,
+        now: Timestamp,
+        gate: &mut G,
+        avoid: Option<Avoid>,
+    ) -> Decision {
+        if now >= self.deadline {
+            return Decision::Done(self.finish(now, GiveUpReason::DeadlineExceeded));
+        }
+        let query = Query {
+            attempt: self.attempts.saturating_add(1),
+            avoid,
+            tokens: self.tokens,
+            hold_on_breaker: self.config.hold_on_breaker,
+        };
+        match gate.admit(now, &query) {
+            Admit::Go(grant) => Decision::Send(self.send(now, grant)),
+            Admit::NotBefore(at, _) if at < self.deadline => Decision::Wait(at.max(now)),
+            Admit::NotBefore(at, cause) => {
+                let reason = match cause {
+                    WaitCause::Hint(hint) => GiveUpReason::HintTooLong { hint },
+                    WaitCause::Breaker => GiveUpReason::BreakerOpen { until: at },
+                    WaitCause::RateLimit | WaitCause::Busy => {
+                        GiveUpReason::RateLimited { until: at }
+                    }
+                    WaitCause::Backoff => GiveUpReason::DeadlineExceeded,
+                };
+                Decision::Done(self.finish(now, reason))
+            }
+            Admit::Refuse(reason) => Decision::Done(self.finish(now, reason)),
+        }
+    }
+
+    fn send(&mut self, now: Timestamp, grant: Grant) -> Attempt {
+        self.attempts = self.attempts.saturating_add(1);
+        let id = AttemptId(self.attempts);
+        let left = self.deadline.saturating_duration_since(now);
+        // A stream's whole length is not bounded by the call's deadline: only its
+        // first event is, since after it the call is committed and never retried.
+        let (timeout, first_event_timeout) = match self.config.first_event_timeout {
+            Some(first) => (self.config.attempt_timeout, Some(first.min(left))),
+            None => (self.config.attempt_timeout.min(left), None),
+        };
+        let deadline = now.saturating_add(first_event_timeout.unwrap_or(timeout));
+        if let Some(from) = self
+            .last_target
+            .filter(|t| t.endpoint != grant.target.endpoint)
+        {
+            self.events.push(CallEvent::Failover {
+                at: now,
+                from,
+                to: grant.target,
+            });
+        }
+        self.last_target = Some(grant.target);
+        self.events.push(CallEvent::AttemptStarted {
+            at: now,
+            id,
+            target: grant.target,
+        });
+        self.state = State::InFlight {
+            id,
+            grant,
+            sent_at: now,
+            deadline,
+        };
+        Attempt {
+            id,
+            target: grant.target,
+            timeout,
+            deadline,
+            connect_timeout: self.config.connect_timeout.min(timeout),
+            first_event_timeout,
+            idempotency_key: self.key,
+        }
+    }
+
+    /// Classifies an arrived outcome, tells the gate, and moves to `Ready` or `Done`.
+    fn settle<G: Gate + ?Sized>(
+        &mut self,
+        gate: &mut G,
+        grant: Grant,
+        sent_at: Timestamp,
+        at: Timestamp,
+        outcome: &Outcome,
+    ) {
+        let verdict = gate.classifier().classify(outcome);
+        let (hints, tokens_used) = match outcome {
+            Outcome::Response(r) => {
+                self.last_status = Some(r.status);
+                (r.hints, r.tokens_used)
+            }
+            _ => (Hints::default(), None),
+        };
+        let mut report = Report {
+            grant,
+            verdict,
+            latency: at.saturating_duration_since(sent_at),
+            hints,
+            tokens_used,
+            retry_at: None,
+        };
+        let failure = match verdict {
+            Verdict::Success => {
+                gate.on_attempt_end(at, &report);
+                let finish = Finish::Success {
+                    attempts: self.attempts,
+                    target: grant.target,
+                };
+                self.events.push(CallEvent::Succeeded {
+                    at,
+                    attempts: self.attempts,
+                });
+                self.state = State::Done(finish);
+                return;
+            }
+            Verdict::Failure(f) => f,
+        };
+        self.last_failure = Some(failure);
+        let stop = if matches!(outcome, Outcome::Cancelled) {
+            Some(GiveUpReason::Cancelled)
+        } else {
+            self.stop_reason(&failure)
+        };
+        let avoid = match stop {
+            Some(_) => None,
+            None => Some(self.plan_retry(gate, at, grant.target, &failure, &hints)),
+        };
+        report.retry_at = avoid.map(|a| a.until);
+        gate.on_attempt_end(at, &report);
+        match (stop, avoid) {
+            (Some(reason), _) => {
+                self.finish(at, reason);
+            }
+            (None, Some(avoid)) => {
+                self.events.push(CallEvent::RetryScheduled {
+                    at,
+                    failure,
+                    until: avoid.until,
+                });
+                self.state = State::Ready { avoid: Some(avoid) };
+            }
+            (None, None) => self.state = State::Ready { avoid: None },
+        }
+    }
+
+    /// Why the sequence must stop after `failure`, if it must.
+    fn stop_reason(&self, failure: &Failure) -> Option<GiveUpReason> {
+        if !failure.retryable {
+            Some(GiveUpReason::NotRetryable)
+        } else if failure.after_send && !self.config.idempotent {
+            Some(GiveUpReason::UnsafeToRetry)
+        } else if self.attempts >= self.config.max_attempts {
+            Some(GiveUpReason::RetriesExhausted)
+        } else {
+            None
+        }
+    }
+
+    /// What the failed target is ruled out for: a key failure rules its key out for
+    /// good (another key may serve at once); a throttle or endpoint failure waits
+    /// `max(backoff, hint + positive jitter)`, or for ever when the hint is too long.
+    fn plan_retry<G: Gate + ?Sized>(
+        &mut self,
+        gate: &mut G,
+        at: Timestamp,
+        target: Target,
+        failure: &Failure,
+        hints: &Hints,
+    ) -> Avoid {
+        let avoid = |until, cause| Avoid {
+            target,
+            scope: failure.scope,
+            until,
+            cause,
+        };
+        if failure.scope == Scope::Key {
+            return avoid(Timestamp::MAX, WaitCause::Backoff);
+        }
+        let backoff = self.backoff.next_delay(self.attempts, gate.rng());
+        let Some(hint) = hints.wait_hint() else {
+            return avoid(at.saturating_add(backoff), WaitCause::Backoff);
+        };
+        let left = self.deadline.saturating_duration_since(at);
+        if hint > self.config.max_retry_after || hint >= left {
+            return avoid(Timestamp::MAX, WaitCause::Hint(hint));
+        }
+        let jittered = hint.saturating_add(self.config.hint_jitter(hint, gate.rng()));
+        if backoff > jittered {
+            avoid(at.saturating_add(backoff), WaitCause::Backoff)
+        } else {
+            avoid(at.saturating_add(jittered), WaitCause::Hint(hint))
+        }
+    }
+
+    fn finish(&mut self, now: Timestamp, reason: GiveUpReason) -> Finish {
+        let finish = Finish::GaveUp(GiveUp {
+            reason,
+            attempts: self.attempts,
+            last_failure: self.last_failure,
+            last_status: self.last_status,
+        });
+        self.events.push(CallEvent::GaveUp { at: now, reason });
+        self.state = State::Done(finish);
+        finish
+    }
+}
+
+/// The simplest [`Gate`]: one endpoint with one key, a retry budget, and the RNG.
+/// Key-scope failures leave it with no usable key.
+#[derive(Debug, Clone)]
+pub struct SingleEndpoint<R> {
+    classify: ClassifyConfig,
+    budget: crate::budget::RetryBudget,
+    rng: R,
+    key_disabled: bool,
+}
+
+impl<R: Rng> SingleEndpoint<R> {
+    /// A gate with these rules, this budget and this RNG.
+    pub fn new(classify: ClassifyConfig, budget: &crate::budget::BudgetConfig, rng: R) -> Self {
+        SingleEndpoint {
+            classify,
+            budget: crate::budget::RetryBudget::new(*budget),
+            rng,
+            key_disabled: false,
+        }
+    }
+}
+
+impl<R: Rng> Gate for SingleEndpoint<R> {
+    type Rng = R;
+
+    fn classifier(&self) -> &ClassifyConfig {
+        &self.classify
+    }
+
+    fn rng(&mut self) -> &mut R {
+        &mut self.rng
+    }
+
+    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
+        if self.key_disabled {
+            return Admit::Refuse(GiveUpReason::NoUsableKey);
+        }
+        let target = Target::default();
+        if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
+            return Admit::NotBefore(avoid.until, avoid.cause);
+        }
+        if query.attempt > 1 && !self.budget.try_withdraw(now) {
+            return Admit::Refuse(GiveUpReason::BudgetExhausted);
+        }
+        Admit::Go(Grant {
+            target,
+            probe: false,
+            tokens: query.tokens,
+        })
+    }
+
+    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
+        match report.verdict {
+            Verdict::Success => self.budget.on_success(now),
+            Verdict::Failure(f) if f.scope == Scope::Key => self.key_disabled = true,
+            Verdict::Failure(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "retry_tests.rs"]
+mod tests;

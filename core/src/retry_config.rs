@@ -1,0 +1,120 @@
+//! The configuration of the retry sequence.
+
+use core::time::Duration;
+
+use rand_core::Rng;
+
+use crate::error::ConfigError;
+
+/// How one logical call retries.
+///
+/// Defaults (the `standard` preset):
+///
+/// | field | default | why |
+/// |---|---|---|
+/// | `max_attempts` | 4 | one try and three retries; the official SDKs use 3 attempts, one more rides out a typical 529 burst |
+/// | `deadline` | 180 s | a non-streamed completion can take a minute; three retries and their waits fit |
+/// | `attempt_timeout` | 60 s | long generations finish; a stuck connection does not hold the call for the SDKs' 10 minutes |
+/// | `connect_timeout` | 10 s | |
+/// | `first_event_timeout` | none | for streams (see the `streaming` preset) |
+/// | `max_retry_after` | 60 s | a longer server hint ends the call at once so the caller can fail over |
+/// | `hint_jitter` | 0.1 | a hinted wait grows by up to 10 % so clients told the same instant spread out |
+/// | `hint_jitter_max` | 1 s | but by no more than this |
+/// | `idempotent` | true | every attempt carries the call's `Idempotency-Key`, so a failure after sending may be retried |
+/// | `hold_on_breaker` | false | with every breaker open, give up at once (interactive callers fall back) |
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[non_exhaustive]
+pub struct RetryConfig {
+    /// Attempts in all, the first included (≥ 1).
+    pub max_attempts: u32,
+    /// No attempt starts after this span from the call's start; `None` for no deadline.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::duration::serde_human::option")
+    )]
+    pub deadline: Option<Duration>,
+    /// Each attempt must finish within this span (cut to the time left).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub attempt_timeout: Duration,
+    /// The TCP/TLS connect timeout.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub connect_timeout: Duration,
+    /// For streams: the first event must arrive within this span.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::duration::serde_human::option")
+    )]
+    pub first_event_timeout: Option<Duration>,
+    /// The longest server-requested wait honoured; a longer one ends the call.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub max_retry_after: Duration,
+    /// A hinted wait grows by a uniform fraction in `[0, hint_jitter]` of itself.
+    pub hint_jitter: f64,
+    /// The most a hinted wait grows.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub hint_jitter_max: Duration,
+    /// Whether a failure after the request was sent may be retried.
+    pub idempotent: bool,
+    /// With every endpoint's breaker open, wait for the first to half-open (within the
+    /// deadline) instead of giving up at once.
+    pub hold_on_breaker: bool,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_attempts: 4,
+            deadline: Some(Duration::from_secs(180)),
+            attempt_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            first_event_timeout: None,
+            max_retry_after: Duration::from_secs(60),
+            hint_jitter: 0.1,
+            hint_jitter_max: Duration::from_secs(1),
+            idempotent: true,
+            hold_on_breaker: false,
+        }
+    }
+}
+
+impl RetryConfig {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let zero = |field| Err(ConfigError::Zero { field });
+        if self.max_attempts == 0 {
+            return zero("retry.max_attempts");
+        }
+        if self.deadline == Some(Duration::ZERO) {
+            return zero("retry.deadline");
+        }
+        if self.attempt_timeout.is_zero() {
+            return zero("retry.attempt_timeout");
+        }
+        if self.connect_timeout.is_zero() {
+            return zero("retry.connect_timeout");
+        }
+        if self.first_event_timeout == Some(Duration::ZERO) {
+            return zero("retry.first_event_timeout");
+        }
+        if !(0.0..=1.0).contains(&self.hint_jitter) {
+            return Err(ConfigError::OutOfRange {
+                field: "retry.hint_jitter",
+                min: 0.0,
+                max: 1.0,
+                got: self.hint_jitter,
+            });
+        }
+        Ok(())
+    }
+
+    /// The positive jitter added to a hinted wait: uniform in
+    /// `[0, min(hint × hint_jitter, hint_jitter_max)]`, one draw.
+    pub fn hint_jitter<R: Rng + ?Sized>(&self, hint: Duration, rng: &mut R) -> Duration {
+        let span = hint
+            .mul_f64(self.hint_jitter.clamp(0.0, 1.0))
+            .min(self.hint_jitter_max);
+        span.mul_f64(crate::rng::unit_f64(rng))
+    }
+}
