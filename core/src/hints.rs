@@ -1,8 +1,32 @@
 //! Server hints: how long the server asks us to wait, and what its rate-limit headers say.
 //!
-//! STUB: the parsers are filled in by the hints work; the types below are the contract.
+//! [`Hints::from_headers`] reads one response's headers; the standalone parsers below
+//! (also the fuzz targets) read one value each. All of them are allocation-free, total
+//! (any bytes in, `None` or a value out) and use checked arithmetic only.
+//!
+//! Rules shared by every value:
+//! - Header names match ASCII case-insensitively; values are trimmed of spaces and tabs.
+//! - Numbers are ASCII digits with an optional `.fraction`, a digit on at least one side
+//!   of the point (`1.5`, `.5`, `5.`), as in [`crate::duration`].
+//! - Garbage, signs, exponents, `NaN`, `inf`, empty or blank values are ignored (`None`).
+//!   So is a number whose integer part does not fit a `u64`.
+//! - A valid but absurdly long wait is clamped to [`MAX_HINT`], not ignored, so the
+//!   retry sequence sees a long hint and can give up with a typed reason.
+//! - Fractional waits are rounded *up* to the nanosecond: never earlier than asked.
+//! - An instant in the past gives a zero wait.
+//! - When a header appears more than once, the first *valid* value wins.
+//!
+//! Dates: HTTP-dates in the three RFC 9110 forms (IMF-fixdate, RFC 850, asctime) and
+//! RFC 3339 instants. Day and month names match case-insensitively; the weekday must be
+//! a real weekday name (short, or long for RFC 850) but is not checked against the date.
+//! Day-of-month is checked against the month and leap years; a leap second (`:60`) is
+//! accepted. Instants before 1970 are rejected.
 
+use crate::duration::{nanos_to_duration, scaled_nanos, split_number};
 use core::time::Duration;
+
+/// The longest wait a hint can carry (365 days); longer valid values are clamped to it.
+pub const MAX_HINT: Duration = Duration::from_secs(365 * 86_400);
 
 /// What the response headers tell about when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,18 +58,474 @@ pub struct RateWindow {
 
 impl Hints {
     /// Parses the headers of one response. `wall_now_unix` (seconds since the Unix
-    /// epoch) anchors HTTP-dates and RFC 3339 instants when there is no `Date` header.
+    /// epoch) anchors HTTP-dates and RFC 3339 instants when there is no valid `Date`
+    /// header; with one, they are measured from the response's own `Date`.
+    ///
+    /// Read: `retry-after-ms` (milliseconds, may be fractional; wins over
+    /// `retry-after`), `retry-after` (see [`parse_retry_after`]), `x-should-retry`
+    /// (`true`/`false`, any case), OpenAI `x-ratelimit-{limit,remaining,reset}-
+    /// {requests,tokens}` (resets in the [`crate::duration`] grammar) and Anthropic
+    /// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
+    /// {limit,remaining,reset}` (resets as RFC 3339 instants). When several windows
+    /// describe the same quantity (Anthropic's three token windows, or OpenAI and
+    /// Anthropic headers together) the most restrictive one is kept: the smallest
+    /// `remaining`, ties broken by the longest `reset`; its `limit` and `reset` come
+    /// with it. Two-digit RFC 850 years are resolved against `wall_now_unix`.
     pub fn from_headers<'h, I>(headers: I, wall_now_unix: u64) -> Hints
     where
         I: IntoIterator<Item = (&'h [u8], &'h [u8])>,
     {
-        let _ = (headers, wall_now_unix);
-        Hints::default()
+        let mut raw = Raw::default();
+        for (name, value) in headers {
+            raw.take(name, value, wall_now_unix);
+        }
+        raw.resolve(wall_now_unix)
     }
 
     /// The wait a throttled attempt should honour: `retry_after` when given, else the
     /// longest reset among windows whose `remaining` is zero.
     pub fn wait_hint(&self) -> Option<Duration> {
-        self.retry_after
+        self.retry_after.or_else(|| {
+            [self.requests, self.tokens]
+                .iter()
+                .filter(|w| w.remaining == Some(0))
+                .filter_map(|w| w.reset)
+                .max()
+        })
     }
 }
+
+/// Parses a `Retry-After` value: integer or fractional seconds (`120`, `1.5`), or an
+/// HTTP-date measured from `now_unix` (a past date gives zero). Two-digit RFC 850
+/// years are resolved against `now_unix`. Clamped to [`MAX_HINT`].
+pub fn parse_retry_after(value: &[u8], now_unix: u64) -> Option<Duration> {
+    match retry_after(value, now_unix)? {
+        RetryAt::Delay(d) => Some(d),
+        RetryAt::At(at) => Some(until((at, 0), now_unix)),
+    }
+}
+
+/// Parses a `retry-after-ms` value: integer or fractional milliseconds, rounded up to
+/// the nanosecond and clamped to [`MAX_HINT`].
+pub fn parse_retry_after_ms(value: &[u8]) -> Option<Duration> {
+    decimal(trim(value), 1_000_000)
+}
+
+/// Parses an HTTP-date (RFC 9110 §5.6.7, all three forms) into Unix seconds.
+///
+/// Two-digit RFC 850 years take the fixed POSIX pivot (`70`–`99` → 19xx, `00`–`69` →
+/// 20xx); [`parse_http_date_at`] applies RFC 9110's 50-year rule instead.
+pub fn parse_http_date(value: &[u8]) -> Option<u64> {
+    http_date(value, None)
+}
+
+/// Parses an HTTP-date like [`parse_http_date`], resolving a two-digit RFC 850 year
+/// as RFC 9110 asks: the year with those digits within 50 years of `now_unix`'s year
+/// (one more than 50 years ahead is taken a century earlier).
+pub fn parse_http_date_at(value: &[u8], now_unix: u64) -> Option<u64> {
+    http_date(value, Some(now_unix))
+}
+
+/// Parses an RFC 3339 instant (`2024-01-01T00:00:30Z`, `2024-01-01T02:00:30.25+02:00`)
+/// into Unix seconds and nanoseconds. `T` may be `t` or a space; a fraction longer than
+/// nine digits is rounded up. Instants before 1970 are rejected.
+pub fn parse_rfc3339(value: &[u8]) -> Option<(u64, u32)> {
+    let mut c = Cur(trim(value));
+    let (y, mo, d) = (c.num(4)?, c.eat(b"-")?.num(2)?, c.eat(b"-")?.num(2)?);
+    if !matches!(c.byte()?, b'T' | b't' | b' ') {
+        return None;
+    }
+    let local = civil_secs(y, mo, d, c.time()?)?;
+    let (mut nanos, mut round_up) = (0u32, false);
+    if c.eat(b".").is_some() {
+        let digits = c.take_while(u8::is_ascii_digit);
+        if digits.is_empty() {
+            return None;
+        }
+        for i in 0..9 {
+            let digit = digits.get(i).map_or(0, |b| b.wrapping_sub(b'0'));
+            nanos = nanos.saturating_mul(10).saturating_add(u32::from(digit));
+        }
+        round_up = digits.iter().skip(9).any(|&b| b != b'0');
+    }
+    let utc = match c.byte()? {
+        b'Z' | b'z' => local,
+        sign @ (b'+' | b'-') => {
+            let (h, m) = (c.num(2)?, c.eat(b":")?.num(2)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let offset = u64::from(h)
+                .saturating_mul(3600)
+                .saturating_add(u64::from(m).saturating_mul(60));
+            if sign == b'+' {
+                local.checked_sub(offset)?
+            } else {
+                local.checked_add(offset)?
+            }
+        }
+        _ => return None,
+    };
+    c.end()?;
+    let mut secs = utc.checked_sub(EPOCH_SECS)?;
+    if round_up {
+        nanos = nanos.saturating_add(1);
+        if nanos == 1_000_000_000 {
+            (secs, nanos) = (secs.checked_add(1)?, 0);
+        }
+    }
+    Some((secs, nanos))
+}
+
+/// Parses a count (`x-ratelimit-remaining-tokens: 149984`): ASCII digits only, fitting
+/// a `u64`.
+pub fn parse_count(value: &[u8]) -> Option<u64> {
+    digits_u64(trim(value)).filter(|_| !trim(value).is_empty())
+}
+
+/// A `retry-after` value before it is resolved against an anchor.
+#[derive(Clone, Copy)]
+enum RetryAt {
+    Delay(Duration),
+    At(u64),
+}
+
+fn retry_after(value: &[u8], now_unix: u64) -> Option<RetryAt> {
+    let value = trim(value);
+    match value.first()? {
+        b'0'..=b'9' | b'.' => decimal(value, 1_000_000_000).map(RetryAt::Delay),
+        _ => parse_http_date_at(value, now_unix).map(RetryAt::At),
+    }
+}
+
+/// One window's values as read, resets not yet resolved against the anchor.
+#[derive(Clone, Copy, Default)]
+struct RawWindow {
+    limit: Option<u64>,
+    remaining: Option<u64>,
+    reset_in: Option<Duration>,
+    reset_at: Option<(u64, u32)>,
+}
+
+/// The window kinds of `x-ratelimit-{field}-{kind}` (windows 0 and 1) and of
+/// `anthropic-ratelimit-{kind}-{field}` (windows 2 to 5).
+const OPENAI_KINDS: [&[u8]; 2] = [b"requests", b"tokens"];
+const ANTHROPIC_KINDS: [&[u8]; 4] = [b"requests", b"tokens", b"input-tokens", b"output-tokens"];
+
+/// The first valid value of each header, gathered in one pass over the headers.
+#[derive(Default)]
+struct Raw {
+    retry_after_ms: Option<Duration>,
+    retry_after: Option<RetryAt>,
+    date: Option<u64>,
+    should_retry: Option<bool>,
+    windows: [RawWindow; 6],
+}
+
+impl Raw {
+    fn take(&mut self, name: &[u8], value: &[u8], now: u64) {
+        if name.eq_ignore_ascii_case(b"retry-after-ms") {
+            first(&mut self.retry_after_ms, || parse_retry_after_ms(value));
+        } else if name.eq_ignore_ascii_case(b"retry-after") {
+            first(&mut self.retry_after, || retry_after(value, now));
+        } else if name.eq_ignore_ascii_case(b"date") {
+            first(&mut self.date, || parse_http_date_at(value, now));
+        } else if name.eq_ignore_ascii_case(b"x-should-retry") {
+            let parse = || match_ci(trim(value), &[b"false", b"true"]).map(|i| i == 1);
+            first(&mut self.should_retry, parse);
+        } else if let Some(rest) = strip_ci(name, b"x-ratelimit-") {
+            let at = rest.iter().position(|&b| b == b'-');
+            if let Some((field, kind)) = at.and_then(|at| split_at_skip(rest, at)) {
+                let window = match_ci(kind, &OPENAI_KINDS);
+                self.field(window, field, value, false);
+            }
+        } else if let Some(rest) = strip_ci(name, b"anthropic-ratelimit-") {
+            let at = rest.iter().rposition(|&b| b == b'-');
+            if let Some((kind, field)) = at.and_then(|at| split_at_skip(rest, at)) {
+                let window = match_ci(kind, &ANTHROPIC_KINDS).map(|i| i.saturating_add(2));
+                self.field(window, field, value, true);
+            }
+        }
+    }
+
+    fn field(&mut self, window: Option<usize>, field: &[u8], value: &[u8], rfc3339: bool) {
+        let Some(w) = window.and_then(|i| self.windows.get_mut(i)) else {
+            return;
+        };
+        match match_ci(field, &[b"limit", b"remaining", b"reset"]) {
+            Some(0) => first(&mut w.limit, || parse_count(value)),
+            Some(1) => first(&mut w.remaining, || parse_count(value)),
+            Some(2) if rfc3339 => first(&mut w.reset_at, || parse_rfc3339(value)),
+            Some(2) => first(&mut w.reset_in, || {
+                crate::duration::parse(trim(value)).map(|d| d.min(MAX_HINT))
+            }),
+            _ => {}
+        }
+    }
+
+    fn resolve(&self, wall_now_unix: u64) -> Hints {
+        let anchor = self.date.unwrap_or(wall_now_unix);
+        let window = |i: usize| {
+            let raw = self.windows.get(i).copied().unwrap_or_default();
+            RateWindow {
+                limit: raw.limit,
+                remaining: raw.remaining,
+                reset: raw.reset_in.or(raw.reset_at.map(|at| until(at, anchor))),
+            }
+        };
+        let retry_after = self.retry_after_ms.or(match self.retry_after {
+            Some(RetryAt::Delay(d)) => Some(d),
+            Some(RetryAt::At(at)) => Some(until((at, 0), anchor)),
+            None => None,
+        });
+        Hints {
+            retry_after,
+            should_retry: self.should_retry,
+            requests: tightest(&[window(0), window(2)]),
+            tokens: tightest(&[window(1), window(3), window(4), window(5)]),
+        }
+    }
+}
+
+/// The most restrictive non-empty window: smallest `remaining`, then longest `reset`;
+/// a window with a `remaining` beats one without.
+fn tightest(windows: &[RateWindow]) -> RateWindow {
+    let mut best: Option<RateWindow> = None;
+    for &w in windows.iter().filter(|w| **w != RateWindow::default()) {
+        let tighter = best.is_none_or(|b| match (w.remaining, b.remaining) {
+            (Some(x), Some(y)) => x < y || (x == y && w.reset > b.reset),
+            (Some(_), None) => true,
+            _ => false,
+        });
+        if tighter {
+            best = Some(w);
+        }
+    }
+    best.unwrap_or_default()
+}
+
+/// Sets `slot` from `parse` unless an earlier valid value is there.
+fn first<T>(slot: &mut Option<T>, parse: impl FnOnce() -> Option<T>) {
+    if slot.is_none() {
+        *slot = parse();
+    }
+}
+
+/// The wait from `anchor` (Unix seconds) to `at` (Unix seconds, nanos), zero if past,
+/// clamped to [`MAX_HINT`].
+fn until(at: (u64, u32), anchor: u64) -> Duration {
+    let (secs, nanos) = at;
+    match secs.checked_sub(anchor) {
+        Some(ahead) => Duration::new(ahead, nanos).min(MAX_HINT),
+        None => Duration::ZERO,
+    }
+}
+
+/// A whole decimal value (`120`, `1.5`) in units of `unit_nanos`, rounded up and
+/// clamped to [`MAX_HINT`]; `None` if the integer part does not fit a `u64`.
+fn decimal(value: &[u8], unit_nanos: u64) -> Option<Duration> {
+    let (int, frac, rest) = split_number(value)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    digits_u64(int)?;
+    let nanos = scaled_nanos(int, frac, unit_nanos)?;
+    let max = MAX_HINT.as_nanos();
+    nanos_to_duration(nanos.min(max))
+}
+
+/// ASCII digits as a `u64`; zero for no digits, `None` on anything else or overflow.
+fn digits_u64(s: &[u8]) -> Option<u64> {
+    s.iter().try_fold(0u64, |acc, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        acc.checked_mul(10)?
+            .checked_add(u64::from(b.wrapping_sub(b'0')))
+    })
+}
+
+fn trim(mut value: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = value {
+        value = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = value {
+        value = rest;
+    }
+    value
+}
+
+fn strip_ci<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    let (head, rest) = s.split_at_checked(prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then_some(rest)
+}
+
+/// `s` split around the byte at `at`, which is dropped.
+fn split_at_skip(s: &[u8], at: usize) -> Option<(&[u8], &[u8])> {
+    Some((s.get(..at)?, s.get(at.saturating_add(1)..)?))
+}
+
+/// The index of the first of `words` equal to `s`, ASCII case-insensitively.
+fn match_ci(s: &[u8], words: &[&[u8]]) -> Option<usize> {
+    words.iter().position(|w| s.eq_ignore_ascii_case(w))
+}
+
+const MONTHS: [&[u8]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+const DAYS: [&[u8]; 7] = [b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun"];
+#[rustfmt::skip]
+const LONG_DAYS: [&[u8]; 7] =
+    [b"Monday", b"Tuesday", b"Wednesday", b"Thursday", b"Friday", b"Saturday", b"Sunday"];
+
+fn http_date(value: &[u8], now: Option<u64>) -> Option<u64> {
+    let mut c = Cur(trim(value));
+    let day = c.take_while(|b| b.is_ascii_alphabetic());
+    let (y, mo, d, time);
+    if match_ci(day, &DAYS).is_some() && c.eat(b", ").is_some() {
+        // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+        d = c.num(2)?;
+        mo = c.eat(b" ")?.month()?;
+        y = c.eat(b" ")?.num(4)?;
+        time = c.eat(b" ")?.time()?;
+        c.eat(b" GMT")?;
+    } else if match_ci(day, &LONG_DAYS).is_some() && c.eat(b", ").is_some() {
+        // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+        d = c.num(2)?;
+        mo = c.eat(b"-")?.month()?;
+        y = two_digit_year(c.eat(b"-")?.num(2)?, now);
+        time = c.eat(b" ")?.time()?;
+        c.eat(b" GMT")?;
+    } else if match_ci(day, &DAYS).is_some() && c.eat(b" ").is_some() {
+        // asctime: Sun Nov  6 08:49:37 1994
+        mo = c.month()?;
+        d = match c.eat(b" ")?.eat(b" ") {
+            Some(c) => c.num(1)?,
+            None => c.num(2)?,
+        };
+        time = c.eat(b" ")?.time()?;
+        y = c.eat(b" ")?.num(4)?;
+    } else {
+        return None;
+    }
+    c.end()?;
+    civil_secs(y, mo, d, time)?.checked_sub(EPOCH_SECS)
+}
+
+/// RFC 9110 §5.6.7: the year ending in `yy` within (now − 50, now + 50] years; without
+/// `now`, the POSIX pivot.
+fn two_digit_year(yy: u32, now: Option<u64>) -> u32 {
+    let Some(now) = now else {
+        let century: u32 = if yy >= 70 { 1900 } else { 2000 };
+        return century.saturating_add(yy);
+    };
+    let current = year_of(now);
+    let year = (current / 100).saturating_mul(100).saturating_add(yy);
+    if year > current.saturating_add(50) {
+        year.saturating_sub(100)
+    } else if year.saturating_add(50) <= current {
+        year.saturating_add(100)
+    } else {
+        year
+    }
+}
+
+/// The calendar year of a Unix instant, capped at 9999.
+fn year_of(unix: u64) -> u32 {
+    let days = unix.min(253_402_300_799) / 86_400;
+    // 366-day years undercount, so this starts at or below the answer.
+    let mut year = 1970u32.saturating_add(u32::try_from(days / 366).unwrap_or(0));
+    while civil_secs(year.saturating_add(1), 1, 1, 0)
+        .is_some_and(|s| s <= EPOCH_SECS.saturating_add(unix))
+    {
+        year = year.saturating_add(1);
+    }
+    year
+}
+
+/// Seconds from 0000-01-01 (proleptic Gregorian) to 1970-01-01.
+const EPOCH_SECS: u64 = 62_167_219_200;
+
+/// Seconds from 0000-01-01 to the given date plus `time` seconds; `None` when the
+/// month or day does not exist.
+fn civil_secs(y: u32, mo: u32, d: u32, time: u32) -> Option<u64> {
+    const BEFORE: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_len = match mo {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if d == 0 || d > month_len {
+        return None;
+    }
+    let y = u64::from(y);
+    // Leap years in [0, y): multiples of 4, minus those of 100, plus those of 400.
+    let leaps = (y.saturating_add(3) / 4)
+        .saturating_sub(y.saturating_add(99) / 100)
+        .saturating_add(y.saturating_add(399) / 400);
+    let days = y
+        .saturating_mul(365)
+        .saturating_add(leaps)
+        .saturating_add(u64::from(
+            *BEFORE.get(usize::try_from(mo.checked_sub(1)?).ok()?)?,
+        ))
+        .saturating_add(u64::from(leap && mo > 2))
+        .saturating_add(u64::from(d.saturating_sub(1)));
+    Some(days.saturating_mul(86_400).saturating_add(u64::from(time)))
+}
+
+/// A cursor over the bytes of a date.
+struct Cur<'a>(&'a [u8]);
+
+impl<'a> Cur<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+
+    /// Consumes `s` (ASCII case-insensitively) and returns the cursor, or `None`.
+    fn eat(&mut self, s: &[u8]) -> Option<&mut Self> {
+        self.0 = strip_ci(self.0, s)?;
+        Some(self)
+    }
+
+    fn take_while(&mut self, f: impl Fn(&u8) -> bool) -> &'a [u8] {
+        let n = self.0.iter().take_while(|b| f(b)).count();
+        let (head, rest) = self.0.split_at_checked(n).unwrap_or((self.0, &[]));
+        self.0 = rest;
+        head
+    }
+
+    /// Exactly `n` ASCII digits.
+    fn num(&mut self, n: usize) -> Option<u32> {
+        let (head, rest) = self.0.split_at_checked(n)?;
+        let v = u32::try_from(digits_u64(head)?).ok()?;
+        self.0 = rest;
+        Some(v)
+    }
+
+    fn month(&mut self) -> Option<u32> {
+        let (head, rest) = self.0.split_at_checked(3)?;
+        self.0 = rest;
+        u32::try_from(match_ci(head, &MONTHS)?.saturating_add(1)).ok()
+    }
+
+    /// `HH:MM:SS` as seconds of the day (a leap second `:60` allowed).
+    fn time(&mut self) -> Option<u32> {
+        let h = self.num(2)?;
+        let (m, s) = (self.eat(b":")?.num(2)?, self.eat(b":")?.num(2)?);
+        let secs = h.saturating_mul(3600).saturating_add(m.saturating_mul(60));
+        (h <= 23 && m <= 59 && s <= 60).then_some(secs.saturating_add(s))
+    }
+
+    fn end(&self) -> Option<()> {
+        self.0.is_empty().then_some(())
+    }
+}
+
+#[cfg(test)]
+#[path = "hints_tests.rs"]
+mod tests;
