@@ -8,7 +8,7 @@
 //! carries the same key and the upstream (or the local store) recognises it.
 //!
 //! An [`IdempotencyStore`] records, per key, whether the work is in flight or done and
-//! with which result. [`MemoryStore`] (feature `alloc`) is the bounded in-memory one.
+//! with which result. `MemoryStore` (feature `alloc`) is the bounded in-memory one.
 
 use core::fmt;
 use core::str::FromStr;
@@ -252,7 +252,7 @@ pub trait IdempotencyStore<V> {
     }
 }
 
-/// Configuration of a [`MemoryStore`].
+/// Configuration of a `MemoryStore` (feature `alloc`).
 ///
 /// Defaults: `ttl` 24 h, `lease` 10 min, `capacity` 100 000.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
