@@ -1,19 +1,614 @@
-//! Idempotency keys (one per logical call, the same on every attempt).
+//! Idempotency: one key per logical call, the same on every attempt, and a store that
+//! dedupes repeated and concurrent submissions of the same business request.
 //!
-//! STUB: replaced by the idempotency work; this minimal key lets the retry sequence compile.
+//! An [`IdempotencyKey`] is a 128-bit value written like a UUID. It is either drawn
+//! from the core's RNG ([`IdempotencyKey::random`], UUID version 4) or derived from the
+//! caller's own business identifier ([`IdempotencyKey::from_business_id`], UUID
+//! version 8), so that a resubmitted request — after a crash, from another process —
+//! carries the same key and the upstream (or the local store) recognises it.
+//!
+//! An [`IdempotencyStore`] records, per key, whether the work is in flight or done and
+//! with which result. `MemoryStore` (feature `alloc`) is the bounded in-memory one.
 
-/// A 128-bit idempotency key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use core::fmt;
+use core::str::FromStr;
+use core::time::Duration;
+
+use crate::error::ConfigError;
+use crate::rng::Rng;
+use crate::time::Timestamp;
+
+#[cfg(feature = "alloc")]
+pub use memory::MemoryStore;
+
+/// A 128-bit idempotency key, written as a lowercase UUID
+/// (`xxxxxxxx-xxxx-Mxxx-Nxxx-xxxxxxxxxxxx`).
+///
+/// `Debug` and `Display` both print that form; `FromStr` and [`IdempotencyKey::parse`]
+/// read it; with the `serde` feature the key is (de)serialized as that string.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IdempotencyKey(u128);
 
+/// The prefix hashed before every business identifier, so that keys derived here never
+/// coincide with an FNV hash of the same bytes made for another purpose. Changing it
+/// changes every derived key: it is frozen by a test vector.
+const DOMAIN: &[u8] = b"steadfast.idempotency-key.v1\0";
+
+/// 128-bit FNV-1a parameters (the published offset basis and prime).
+const FNV_OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+const FNV_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+
+const VERSION_MASK: u128 = 0xf << 76;
+const VARIANT_MASK: u128 = 0xc << 60;
+const VARIANT_RFC: u128 = 0x8 << 60;
+
+/// Byte offsets of the hyphens in the 36-character form.
+const fn is_hyphen(pos: usize) -> bool {
+    matches!(pos, 8 | 13 | 18 | 23)
+}
+
 impl IdempotencyKey {
-    /// A key from its 128-bit value.
-    pub const fn from_u128(v: u128) -> IdempotencyKey {
-        IdempotencyKey(v)
+    /// A key derived from the caller's identifier of the business request (an order
+    /// number, a batch line's id): the same bytes give the same key in every process,
+    /// on every platform and in every release.
+    ///
+    /// The algorithm is fixed: 128-bit FNV-1a over a constant domain prefix followed by
+    /// `id`, then the UUID version nibble set to 8 and the RFC 9562 variant bits set
+    /// (122 hash bits remain). It is not a cryptographic hash: do not derive keys from
+    /// identifiers an adversary chooses to collide with someone else's.
+    pub fn from_business_id(id: &[u8]) -> IdempotencyKey {
+        IdempotencyKey(with_version(fnv1a(fnv1a(FNV_OFFSET, DOMAIN), id), 8))
     }
 
-    /// A random key drawn from `rng`.
-    pub fn random<R: rand_core::Rng + ?Sized>(rng: &mut R) -> IdempotencyKey {
-        IdempotencyKey(u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
+    /// A fresh key from two `next_u64` draws of `rng` (the first draw is the high half),
+    /// with the UUID version nibble set to 4 and the RFC 9562 variant bits set.
+    pub fn random<R: Rng + ?Sized>(rng: &mut R) -> IdempotencyKey {
+        let hi = u128::from(rng.next_u64());
+        let lo = u128::from(rng.next_u64());
+        IdempotencyKey(with_version(hi << 64 | lo, 4))
+    }
+
+    /// The key with exactly these 128 bits (no version or variant bits are set).
+    pub const fn from_u128(bits: u128) -> IdempotencyKey {
+        IdempotencyKey(bits)
+    }
+
+    /// The 128 bits of the key, the first character of the string form being the most
+    /// significant nibble.
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+
+    /// The UUID version nibble: 4 for [`random`](Self::random) keys, 8 for
+    /// [`from_business_id`](Self::from_business_id) keys, anything for parsed ones.
+    pub const fn version(self) -> u8 {
+        ((self.0 >> 76) & 0xf) as u8
+    }
+
+    /// Writes the 36-character lowercase form into `buf` and returns it as a `&str`.
+    pub fn as_str<'b>(&self, buf: &'b mut [u8; 36]) -> &'b str {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut rest = self.0;
+        for (pos, out) in buf.iter_mut().enumerate().rev() {
+            if is_hyphen(pos) {
+                *out = b'-';
+            } else {
+                *out = HEX.get((rest & 0xf) as usize).copied().unwrap_or(b'0');
+                rest >>= 4;
+            }
+        }
+        // Only ASCII was written, so this never falls back.
+        core::str::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// Reads the 36-character form `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (hex digits in
+    /// either case). Any version and variant are accepted, so a key a client brings
+    /// along is kept as it is. `None` for anything else.
+    pub fn parse(text: &[u8]) -> Option<IdempotencyKey> {
+        if text.len() != 36 {
+            return None;
+        }
+        let mut bits: u128 = 0;
+        for (pos, &c) in text.iter().enumerate() {
+            if is_hyphen(pos) {
+                if c != b'-' {
+                    return None;
+                }
+                continue;
+            }
+            let digit = char::from(c).to_digit(16)?;
+            bits = bits.wrapping_shl(4) | u128::from(digit);
+        }
+        Some(IdempotencyKey(bits))
     }
 }
+
+/// Continues a 128-bit FNV-1a hash from state `hash` over `bytes`.
+fn fnv1a(hash: u128, bytes: &[u8]) -> u128 {
+    bytes
+        .iter()
+        .fold(hash, |h, &b| (h ^ u128::from(b)).wrapping_mul(FNV_PRIME))
+}
+
+fn with_version(bits: u128, version: u8) -> u128 {
+    (bits & !VERSION_MASK & !VARIANT_MASK) | (u128::from(version) << 76) | VARIANT_RFC
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut buf = [0u8; 36];
+        f.write_str(self.as_str(&mut buf))
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The text given to [`IdempotencyKey::from_str`] is not a UUID-shaped key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseKeyError;
+
+impl fmt::Display for ParseKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not an idempotency key (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")
+    }
+}
+
+impl core::error::Error for ParseKeyError {}
+
+impl FromStr for IdempotencyKey {
+    type Err = ParseKeyError;
+
+    fn from_str(s: &str) -> Result<IdempotencyKey, ParseKeyError> {
+        IdempotencyKey::parse(s.as_bytes()).ok_or(ParseKeyError)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for IdempotencyKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 36];
+        s.serialize_str(self.as_str(&mut buf))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for IdempotencyKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdempotencyKey, D::Error> {
+        struct Visitor;
+
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = IdempotencyKey;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an idempotency key such as \"0f8a1c2e-5b7d-4e9f-a3c1-2d4e6f8a0b1c\"")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<IdempotencyKey, E> {
+                IdempotencyKey::parse(v.as_bytes())
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<IdempotencyKey, E> {
+                IdempotencyKey::parse(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Bytes(v), &self))
+            }
+        }
+
+        d.deserialize_str(Visitor)
+    }
+}
+
+/// The store's answer to [`IdempotencyStore::begin`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin<V> {
+    /// No live record of the key: the caller now owns the work and must end it with
+    /// [`IdempotencyStore::complete`] or [`IdempotencyStore::abandon`]. If it does
+    /// neither, its ownership lapses after the store's lease.
+    New,
+    /// Another caller owns the work. Unless it completes or abandons first, its lease
+    /// lapses at `lease_until`, when the next `begin` gets [`Begin::New`].
+    InFlight {
+        /// When the current owner's lease lapses.
+        lease_until: Timestamp,
+    },
+    /// The work was done: here is its stored result (do not do it again).
+    Done(V),
+    /// The store is full of live in-flight entries and cannot take the key: nothing was
+    /// recorded, the caller does not own the work. The earliest lease lapses at
+    /// `retry_at`, after which a `begin` can succeed.
+    Busy {
+        /// When room can next be made.
+        retry_at: Timestamp,
+    },
+}
+
+/// Dedupes submissions of the same business request by [`IdempotencyKey`].
+///
+/// The protocol: `begin`; on [`Begin::New`] do the work, then `complete` with its result
+/// (or `abandon` if it failed and may be tried again); on [`Begin::InFlight`] wait and
+/// ask again; on [`Begin::Done`] use the stored result. Stores key on nothing else:
+/// they cannot tell two owners of the same key apart.
+pub trait IdempotencyStore<V> {
+    /// Asks to start the work for `key` at `now`.
+    fn begin(&mut self, now: Timestamp, key: IdempotencyKey) -> Begin<V>;
+
+    /// Records the work for `key` as done with result `value`.
+    fn complete(&mut self, now: Timestamp, key: IdempotencyKey, value: V);
+
+    /// The owner of `key` gives the work up: the next `begin` gets [`Begin::New`].
+    /// A done record is kept.
+    fn abandon(&mut self, now: Timestamp, key: IdempotencyKey);
+
+    /// The number of records held (in-flight and done, live or not yet reclaimed).
+    fn len(&self) -> usize;
+
+    /// Whether no record is held.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Configuration of a `MemoryStore` (feature `alloc`).
+///
+/// Defaults: `ttl` 24 h, `lease` 10 min, `capacity` 100 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct StoreConfig {
+    /// How long a done result is kept and returned (`idempotency.ttl`).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub ttl: Duration,
+    /// How long an owner may hold a key without completing it before another caller may
+    /// take the work over (`idempotency.lease`). Make it longer than a call's deadline.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub lease: Duration,
+    /// The most records held at once (`idempotency.capacity`).
+    pub capacity: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> StoreConfig {
+        StoreConfig {
+            ttl: Duration::from_secs(24 * 60 * 60),
+            lease: Duration::from_secs(10 * 60),
+            capacity: 100_000,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// Checks that every field can work: all must be above zero.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let zero = [
+            (self.ttl.is_zero(), "idempotency.ttl"),
+            (self.lease.is_zero(), "idempotency.lease"),
+            (self.capacity == 0, "idempotency.capacity"),
+        ];
+        match zero.into_iter().find(|&(bad, _)| bad) {
+            Some((_, field)) => Err(ConfigError::Zero { field }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+mod memory {
+    use alloc::collections::BTreeMap;
+    use alloc::vec::Vec;
+
+    use super::{Begin, IdempotencyKey, IdempotencyStore, StoreConfig};
+    use crate::error::ConfigError;
+    use crate::time::{Monotonic, Timestamp};
+
+    const NIL: usize = usize::MAX;
+
+    /// A bounded in-memory [`IdempotencyStore`].
+    ///
+    /// - A done result is returned for `ttl` after `complete`; after that the key is
+    ///   forgotten and the next `begin` gets [`Begin::New`].
+    /// - An owner holds a key for `lease` after its `begin`; if it neither completes nor
+    ///   abandons by then (it crashed, hung, lost the result), the next `begin` takes the
+    ///   work over with [`Begin::New`] and a fresh lease.
+    /// - At most `capacity` records are held. To make room for a new key the store drops,
+    ///   in this order: the oldest in-flight record if its lease has lapsed, else the
+    ///   least recently used done record (a `begin` answered `Done` uses it). In-flight
+    ///   records are never dropped before their lease lapses: when every record is a live
+    ///   in-flight one, `begin` answers [`Begin::Busy`] and records nothing.
+    /// - `complete` on a key with a live done record keeps the first result (answers
+    ///   already given stay true); on any other key it records the result, even one
+    ///   never begun or whose lease lapsed, making room as above or, when it cannot,
+    ///   dropping the result.
+    /// - `abandon` forgets an in-flight record (live or not) and never a done one.
+    /// - A `now` earlier than one already seen is taken as that latest instant.
+    ///
+    /// Every operation is O(log n) (a `BTreeMap` index over a slab of records linked
+    /// into an in-flight list in lease order and a done list in recency order). Memory is
+    /// bounded by `capacity` records; the slab grows on demand up to `capacity` and is
+    /// then reused, so only the index allocates once warm.
+    #[derive(Debug, Clone)]
+    pub struct MemoryStore<V> {
+        config: StoreConfig,
+        clock: Monotonic,
+        index: BTreeMap<IdempotencyKey, usize>,
+        slots: Vec<Slot<V>>,
+        /// Head of the list of vacant slots, linked through `next`.
+        free: usize,
+        /// In-flight records, newest lease at the head: the tail lapses first, because
+        /// `now` never goes backwards and every lease has the same length.
+        flight: Ends,
+        /// Done records, most recently used at the head.
+        done: Ends,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Slot<V> {
+        key: IdempotencyKey,
+        state: State<V>,
+        prev: usize,
+        next: usize,
+    }
+
+    #[derive(Debug, Clone)]
+    enum State<V> {
+        Vacant,
+        Flight { lease_until: Timestamp },
+        Done { expires: Timestamp, value: V },
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    struct Ends {
+        head: usize,
+        tail: usize,
+    }
+
+    const EMPTY: Ends = Ends {
+        head: NIL,
+        tail: NIL,
+    };
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum List {
+        Flight,
+        Done,
+    }
+
+    fn list_of<V>(state: &State<V>) -> Option<List> {
+        match state {
+            State::Vacant => None,
+            State::Flight { .. } => Some(List::Flight),
+            State::Done { .. } => Some(List::Done),
+        }
+    }
+
+    impl<V> MemoryStore<V> {
+        /// An empty store, or the first configuration error.
+        pub fn new(config: &StoreConfig) -> Result<MemoryStore<V>, ConfigError> {
+            config.validate()?;
+            Ok(MemoryStore {
+                config: *config,
+                clock: Monotonic::default(),
+                index: BTreeMap::new(),
+                slots: Vec::new(),
+                free: NIL,
+                flight: EMPTY,
+                done: EMPTY,
+            })
+        }
+
+        /// The configuration the store runs on.
+        pub fn config(&self) -> &StoreConfig {
+            &self.config
+        }
+
+        fn ends_mut(&mut self, list: List) -> &mut Ends {
+            match list {
+                List::Flight => &mut self.flight,
+                List::Done => &mut self.done,
+            }
+        }
+
+        fn set_prev(&mut self, idx: usize, prev: usize) {
+            if let Some(slot) = self.slots.get_mut(idx) {
+                slot.prev = prev;
+            }
+        }
+
+        fn set_next(&mut self, idx: usize, next: usize) {
+            if let Some(slot) = self.slots.get_mut(idx) {
+                slot.next = next;
+            }
+        }
+
+        /// Takes a record out of the list its state puts it in (none for a vacant slot).
+        fn unlink(&mut self, idx: usize) {
+            let Some(slot) = self.slots.get(idx) else {
+                return;
+            };
+            let Some(list) = list_of(&slot.state) else {
+                return;
+            };
+            let (prev, next) = (slot.prev, slot.next);
+            if prev == NIL {
+                self.ends_mut(list).head = next;
+            } else {
+                self.set_next(prev, next);
+            }
+            if next == NIL {
+                self.ends_mut(list).tail = prev;
+            } else {
+                self.set_prev(next, prev);
+            }
+            self.set_prev(idx, NIL);
+            self.set_next(idx, NIL);
+        }
+
+        fn push_front(&mut self, list: List, idx: usize) {
+            let old_head = self.ends_mut(list).head;
+            self.set_prev(idx, NIL);
+            self.set_next(idx, old_head);
+            if old_head == NIL {
+                self.ends_mut(list).tail = idx;
+            } else {
+                self.set_prev(old_head, idx);
+            }
+            self.ends_mut(list).head = idx;
+        }
+
+        /// Gives a record a new state and puts it at the head of that state's list.
+        fn place(&mut self, idx: usize, state: State<V>) {
+            self.unlink(idx);
+            let list = list_of(&state);
+            if let Some(slot) = self.slots.get_mut(idx) {
+                slot.state = state;
+            }
+            if let Some(list) = list {
+                self.push_front(list, idx);
+            }
+        }
+
+        /// Forgets the record in an occupied slot and returns the slot to the free list.
+        fn release(&mut self, idx: usize) {
+            self.unlink(idx);
+            let free = self.free;
+            let Some(slot) = self.slots.get_mut(idx) else {
+                return;
+            };
+            self.index.remove(&slot.key);
+            slot.state = State::Vacant;
+            slot.next = free;
+            self.free = idx;
+        }
+
+        /// Adds a record for a key not in the index; `false` when no slot is left.
+        fn insert(&mut self, key: IdempotencyKey, state: State<V>) -> bool {
+            let idx = if let Some(slot) = self.slots.get_mut(self.free) {
+                let idx = self.free;
+                self.free = slot.next;
+                slot.key = key;
+                idx
+            } else if self.slots.len() < self.config.capacity {
+                if self.slots.len() == self.slots.capacity() {
+                    // Grow geometrically, but never past the configured capacity.
+                    let room = self.config.capacity.saturating_sub(self.slots.len());
+                    self.slots
+                        .reserve_exact(self.slots.len().clamp(8, 1 << 16).min(room));
+                }
+                self.slots.push(Slot {
+                    key,
+                    state: State::Vacant,
+                    prev: NIL,
+                    next: NIL,
+                });
+                self.slots.len().saturating_sub(1)
+            } else {
+                return false;
+            };
+            self.index.insert(key, idx);
+            self.place(idx, state);
+            true
+        }
+
+        /// Frees one slot if the store is full: `Err` with the instant the oldest lease
+        /// lapses when every record is a live in-flight one.
+        fn make_room(&mut self, now: Timestamp) -> Result<(), Timestamp> {
+            if self.index.len() < self.config.capacity {
+                return Ok(());
+            }
+            let oldest = self.flight.tail;
+            let lease_until = match self.slots.get(oldest).map(|s| &s.state) {
+                Some(State::Flight { lease_until }) => Some(*lease_until),
+                _ => None,
+            };
+            if let Some(lease_until) = lease_until {
+                if lease_until <= now {
+                    self.release(oldest);
+                    return Ok(());
+                }
+            }
+            if self.done.tail != NIL {
+                self.release(self.done.tail);
+                return Ok(());
+            }
+            Err(lease_until.unwrap_or(now))
+        }
+    }
+
+    impl<V: Clone> IdempotencyStore<V> for MemoryStore<V> {
+        fn begin(&mut self, now: Timestamp, key: IdempotencyKey) -> Begin<V> {
+            let now = self.clock.observe(now);
+            let lease = State::Flight {
+                lease_until: now.saturating_add(self.config.lease),
+            };
+            if let Some(&idx) = self.index.get(&key) {
+                match self.slots.get(idx).map(|s| &s.state) {
+                    Some(State::Flight { lease_until }) if now < *lease_until => {
+                        return Begin::InFlight {
+                            lease_until: *lease_until,
+                        };
+                    }
+                    Some(State::Done { expires, value }) if now < *expires => {
+                        let value = value.clone();
+                        self.unlink(idx);
+                        self.push_front(List::Done, idx);
+                        return Begin::Done(value);
+                    }
+                    // A lapsed lease or an expired result: the caller takes the work.
+                    _ => {}
+                }
+                self.place(idx, lease);
+                return Begin::New;
+            }
+            if let Err(retry_at) = self.make_room(now) {
+                return Begin::Busy { retry_at };
+            }
+            if self.insert(key, lease) {
+                Begin::New
+            } else {
+                Begin::Busy { retry_at: now }
+            }
+        }
+
+        fn complete(&mut self, now: Timestamp, key: IdempotencyKey, value: V) {
+            let now = self.clock.observe(now);
+            let done = State::Done {
+                expires: now.saturating_add(self.config.ttl),
+                value,
+            };
+            if let Some(&idx) = self.index.get(&key) {
+                if let Some(State::Done { expires, .. }) = self.slots.get(idx).map(|s| &s.state) {
+                    if now < *expires {
+                        return;
+                    }
+                }
+                self.place(idx, done);
+                return;
+            }
+            if self.make_room(now).is_ok() {
+                self.insert(key, done);
+            }
+        }
+
+        fn abandon(&mut self, now: Timestamp, key: IdempotencyKey) {
+            self.clock.observe(now);
+            let Some(&idx) = self.index.get(&key) else {
+                return;
+            };
+            if let Some(State::Flight { .. }) = self.slots.get(idx).map(|s| &s.state) {
+                self.release(idx);
+            }
+        }
+
+        fn len(&self) -> usize {
+            self.index.len()
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "idempotency_tests.rs"]
+mod tests;
