@@ -146,15 +146,16 @@ impl Backoff {
         let cap_ns = nanos_of(config.cap);
         let base_ns = base_u as f64;
         let cap_f = cap_ns as f64;
-        let max_exp = if base_u == 0 || base_u >= cap_ns || !(config.factor > 1.0) {
-            0
-        } else {
-            // factor^k ≥ cap/base as soon as k × log2(factor) ≥ log2(cap/base); a lower
-            // bound on the first and an upper bound on the second give a safe k. The
-            // extra 2 absorbs rounding in the repeated squaring.
-            let k = log2_upper(cap_f / base_ns) / log2_lower(config.factor);
-            (k as u32).saturating_add(2)
-        };
+        let max_exp =
+            if base_u == 0 || base_u >= cap_ns || config.factor.is_nan() || config.factor <= 1.0 {
+                0
+            } else {
+                // factor^k ≥ cap/base as soon as k × log2(factor) ≥ log2(cap/base); a lower
+                // bound on the first and an upper bound on the second give a safe k. The
+                // extra 2 absorbs rounding in the repeated squaring.
+                let k = log2_upper(cap_f / base_ns) / log2_lower(config.factor);
+                (k as u32).saturating_add(2)
+            };
         let spread = match config.jitter {
             Jitter::Proportional(f) if f > 0.0 => f.min(1.0),
             _ => 0.0,
@@ -184,7 +185,7 @@ impl Backoff {
     /// The un-jittered delay before retry number `retry` (1 for the first retry; 0 is
     /// treated as 1): `min(cap, base × factor^(retry-1))`.
     pub fn nominal(&self, retry: u32) -> Duration {
-        Duration::from_nanos(self.to_ns(self.nominal_ns(retry)))
+        Duration::from_nanos(self.clamp_ns(self.nominal_ns(retry)))
     }
 
     /// The delay before retry number `retry` (1 for the first retry; 0 is treated as
@@ -207,7 +208,7 @@ impl Backoff {
                 x
             }
         };
-        Duration::from_nanos(self.to_ns(ns))
+        Duration::from_nanos(self.clamp_ns(ns))
     }
 
     /// `min(cap, base × factor^(retry-1))` in nanoseconds, never NaN.
@@ -231,7 +232,7 @@ impl Backoff {
 
     /// Saturating conversion to whole nanoseconds in `[0, cap]` (NaN and negatives to 0).
     #[inline]
-    fn to_ns(&self, ns: f64) -> u64 {
+    fn clamp_ns(&self, ns: f64) -> u64 {
         (ns as u64).min(self.cap_ns)
     }
 }

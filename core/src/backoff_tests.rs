@@ -3,6 +3,7 @@
 use super::*;
 use crate::rng::{CoreRng, from_u64};
 use proptest::prelude::*;
+use rand_core::Rng;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -238,7 +239,10 @@ fn invalid_configs_still_give_bounded_delays() {
             });
             let mut rng = from_u64(2);
             for n in [0, 1, 2, 64, 1_025, 10_000, u32::MAX] {
-                assert!(b.next_delay(n, &mut rng) <= cap, "{base:?} {factor} {cap:?}");
+                assert!(
+                    b.next_delay(n, &mut rng) <= cap,
+                    "{base:?} {factor} {cap:?}"
+                );
             }
         }
     }
@@ -312,18 +316,14 @@ fn any_retry() -> impl Strategy<Value = u32> {
 }
 
 fn any_config() -> impl Strategy<Value = BackoffConfig> {
-    (
-        0..=60_000u64,
-        1.0..=10.0f64,
-        1..=120_000u64,
-        any_jitter(),
-    )
-        .prop_map(|(base, factor, cap, jitter)| BackoffConfig {
+    (0..=60_000u64, 1.0..=10.0f64, 1..=120_000u64, any_jitter()).prop_map(
+        |(base, factor, cap, jitter)| BackoffConfig {
             base: ms(base.min(cap)),
             factor,
             cap: ms(cap),
             jitter,
-        })
+        },
+    )
 }
 
 proptest! {
@@ -350,7 +350,6 @@ proptest! {
                     let low = nominal.as_nanos() as f64 * (1.0 - f) - 1.0;
                     prop_assert!(d.as_nanos() as f64 >= low.min(c.cap.as_nanos() as f64));
                 }
-                _ => {}
             }
         }
     }
@@ -407,7 +406,10 @@ mod serde_tests {
             assert_eq!(toml::to_string(&Wrap { jitter: mode }).unwrap(), toml_text);
         }
         let p = Jitter::Proportional(0.2);
-        assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"proportional":0.2}"#);
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"proportional":0.2}"#
+        );
         assert_eq!(
             serde_json::from_str::<Jitter>(r#"{"proportional":0.2}"#).unwrap(),
             p
