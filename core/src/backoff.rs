@@ -1,29 +1,68 @@
 //! Exponential backoff with jitter.
 //!
-//! STUB: filled in by the backoff work; the types below are the contract.
+//! The un-jittered delay before retry `n` (1 for the first retry) is
+//! `d = min(cap, base × factor^(n-1))`. A [`Jitter`] mode then spreads it so that many
+//! clients that failed together do not come back together.
+//!
+//! Every delay lies in `[0, cap]` for every retry number (0 and `u32::MAX` included):
+//! the exponent is clamped before it is used, the arithmetic is done in `f64`
+//! nanoseconds, and the conversion back saturates (`as u64` maps negatives and NaN to
+//! zero and `+inf` to `u64::MAX`) before it is clamped to `cap`. Nothing here loops over
+//! the retry number or allocates.
+//!
+//! Randomness comes from the caller's RNG: a mode that needs it draws exactly one
+//! `next_u64` per delay, [`Jitter::None`] draws nothing, so a seed replays the same
+//! delays.
 
 use core::time::Duration;
 use rand_core::Rng;
 
-/// How a computed delay is randomised.
+use crate::error::ConfigError;
+use crate::rng::unit_f64;
+use crate::time::nanos_of;
+
+/// How a computed delay `d` is randomised.
+///
+/// In config files the modes are the strings `"none"`, `"full"`, `"equal"`,
+/// `"decorrelated"`, and the table `{ proportional = 0.2 }`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Jitter {
-    /// No randomness.
+    /// No randomness: exactly `d`. Draws nothing from the RNG.
     None,
-    /// Uniform in `[0, d]`.
+    /// Uniform in `[0, d)`. Spreads retries the most; the default.
     #[default]
     Full,
+    /// `d/2` plus uniform in `[0, d/2)`: never less than half the delay.
+    Equal,
+    /// AWS's "decorrelated jitter": uniform in `[base, 3 × previous delay)`, capped.
+    ///
+    /// It ignores the retry number and `factor`: the delay grows from the previous one,
+    /// which [`Backoff`] keeps (starting at `base`; [`Backoff::reset`] restarts it).
+    Decorrelated,
+    /// `d × (1 ± f)`: uniform in `[d(1-f), d(1+f))`, then clamped to `[0, cap]`.
+    /// `f` must lie in `[0, 1]`.
+    Proportional(f64),
 }
 
 /// Exponential backoff parameters.
+///
+/// Default: `base` 500 ms, `factor` 2, `cap` 30 s, `jitter` [`Jitter::Full`]; so the
+/// un-jittered delays are 0.5 s, 1 s, 2 s, 4 s, 8 s, 16 s, then 30 s.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct BackoffConfig {
-    /// The first delay.
+    /// The delay before the first retry (before jitter). Zero means "retry at once".
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub base: Duration,
-    /// The growth factor per retry.
+    /// The growth factor per retry; at least 1 and finite.
     pub factor: f64,
-    /// The longest delay.
+    /// The longest delay, jitter included. Above zero and at least `base`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub cap: Duration,
     /// The jitter mode.
     pub jitter: Jitter,
@@ -41,27 +80,178 @@ impl Default for BackoffConfig {
 }
 
 impl BackoffConfig {
-    /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
+    /// Checks the parameters: `cap` above zero, `base ≤ cap`, `factor` finite and at
+    /// least 1, a proportional jitter fraction in `[0, 1]`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.cap.is_zero() {
+            return Err(ConfigError::Zero {
+                field: "backoff.cap",
+            });
+        }
+        if self.base > self.cap {
+            return Err(ConfigError::Order {
+                lower: "backoff.base",
+                upper: "backoff.cap",
+            });
+        }
+        if !(self.factor.is_finite() && self.factor >= 1.0) {
+            return Err(ConfigError::OutOfRange {
+                field: "backoff.factor",
+                min: 1.0,
+                max: f64::INFINITY,
+                got: self.factor,
+            });
+        }
+        if let Jitter::Proportional(f) = self.jitter {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(ConfigError::OutOfRange {
+                    field: "backoff.jitter",
+                    min: 0.0,
+                    max: 1.0,
+                    got: f,
+                });
+            }
+        }
         Ok(())
     }
 }
 
 /// The backoff state of one call.
+///
+/// Only [`Jitter::Decorrelated`] has state that changes between delays (the previous
+/// delay); for every other mode a delay depends only on the retry number and the RNG.
+///
+/// [`Backoff::new`] does not validate: an invalid config still yields delays in
+/// `[0, cap]` (a `factor` below 1 or NaN acts as 1, a proportional fraction is clamped
+/// to `[0, 1]`), so that no input can make it panic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
     config: BackoffConfig,
+    base_ns: f64,
+    cap_ns: u64,
+    cap_f: f64,
+    /// Exponents above this all give a delay of at least `cap`, so clamping to it
+    /// changes nothing but bounds the work.
+    max_exp: u32,
+    /// The proportional fraction, sanitised to `[0, 1]`.
+    spread: f64,
+    /// The previous decorrelated delay, in nanoseconds.
+    prev_ns: f64,
 }
 
 impl Backoff {
-    /// A fresh backoff.
+    /// A fresh backoff for one call.
     pub fn new(config: BackoffConfig) -> Backoff {
-        Backoff { config }
+        let base_u = nanos_of(config.base);
+        let cap_ns = nanos_of(config.cap);
+        let base_ns = base_u as f64;
+        let cap_f = cap_ns as f64;
+        let max_exp =
+            if base_u == 0 || base_u >= cap_ns || config.factor.is_nan() || config.factor <= 1.0 {
+                0
+            } else {
+                // factor^k ≥ cap/base as soon as k × log2(factor) ≥ log2(cap/base); a lower
+                // bound on the first and an upper bound on the second give a safe k. The
+                // extra 2 absorbs rounding in the repeated squaring.
+                let k = log2_upper(cap_f / base_ns) / log2_lower(config.factor);
+                (k as u32).saturating_add(2)
+            };
+        let spread = match config.jitter {
+            Jitter::Proportional(f) if f > 0.0 => f.min(1.0),
+            _ => 0.0,
+        };
+        Backoff {
+            config,
+            base_ns,
+            cap_ns,
+            cap_f,
+            max_exp,
+            spread,
+            prev_ns: base_ns,
+        }
     }
 
-    /// The delay before retry number `retry` (1 for the first retry).
+    /// The configuration this backoff runs on.
+    pub fn config(&self) -> &BackoffConfig {
+        &self.config
+    }
+
+    /// Forgets the previous delay (only [`Jitter::Decorrelated`] remembers one), as if
+    /// the backoff were new.
+    pub fn reset(&mut self) {
+        self.prev_ns = self.base_ns;
+    }
+
+    /// The un-jittered delay before retry number `retry` (1 for the first retry; 0 is
+    /// treated as 1): `min(cap, base × factor^(retry-1))`.
+    pub fn nominal(&self, retry: u32) -> Duration {
+        Duration::from_nanos(self.clamp_ns(self.nominal_ns(retry)))
+    }
+
+    /// The delay before retry number `retry` (1 for the first retry; 0 is treated as
+    /// 1), jittered as configured. Always in `[0, cap]`.
+    ///
+    /// Draws exactly one `next_u64` from `rng` unless the mode is [`Jitter::None`].
     pub fn next_delay<R: Rng + ?Sized>(&mut self, retry: u32, rng: &mut R) -> Duration {
-        let _ = (retry, rng);
-        self.config.base
+        let ns = match self.config.jitter {
+            Jitter::None => self.nominal_ns(retry),
+            Jitter::Full => self.nominal_ns(retry) * unit_f64(rng),
+            Jitter::Equal => self.nominal_ns(retry) * (0.5 + 0.5 * unit_f64(rng)),
+            Jitter::Proportional(_) => {
+                let u = unit_f64(rng);
+                self.nominal_ns(retry) * (1.0 + self.spread * (2.0 * u - 1.0))
+            }
+            Jitter::Decorrelated => {
+                let high = (self.prev_ns * 3.0).max(self.base_ns);
+                let x = (self.base_ns + (high - self.base_ns) * unit_f64(rng)).min(self.cap_f);
+                self.prev_ns = x;
+                x
+            }
+        };
+        Duration::from_nanos(self.clamp_ns(ns))
+    }
+
+    /// `min(cap, base × factor^(retry-1))` in nanoseconds, never NaN.
+    #[inline]
+    fn nominal_ns(&self, retry: u32) -> f64 {
+        let mut n = retry.saturating_sub(1).min(self.max_exp);
+        // Square-and-multiply over the bits of the clamped exponent: a handful of
+        // iterations (3 for the default config), never one per retry.
+        let mut acc = 1.0;
+        let mut f = self.config.factor;
+        while n != 0 {
+            if n & 1 == 1 {
+                acc *= f;
+            }
+            f *= f;
+            n >>= 1;
+        }
+        // base > 0 here unless max_exp is 0, so the product is never 0 × inf.
+        (self.base_ns * acc).min(self.cap_f)
+    }
+
+    /// Saturating conversion to whole nanoseconds in `[0, cap]` (NaN and negatives to 0).
+    #[inline]
+    fn clamp_ns(&self, ns: f64) -> u64 {
+        (ns as u64).min(self.cap_ns)
     }
 }
+
+/// A lower bound on `log2(x)` for finite `x > 1`: the binary exponent plus the mantissa
+/// fraction, since `log2(1 + m) ≥ m` on `[0, 1]`. Positive for every `x > 1`.
+fn log2_lower(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as f64 - 1023.0;
+    let frac = (bits & ((1u64 << 52) - 1)) as f64 * (1.0 / (1u64 << 52) as f64);
+    exp + frac
+}
+
+/// An upper bound on `log2(x)` for finite `x ≥ 1`: the binary exponent plus one.
+fn log2_upper(x: f64) -> f64 {
+    let bits = x.to_bits();
+    ((bits >> 52) & 0x7ff) as f64 - 1022.0
+}
+
+#[cfg(test)]
+#[path = "backoff_tests.rs"]
+mod tests;

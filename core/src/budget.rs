@@ -1,41 +1,315 @@
 //! The retry budget shared by all calls to one endpoint.
 //!
-//! STUB: filled in by the budget work; the types below are the contract.
+//! A token bucket of retries: every success deposits `ratio` of a retry, every retry
+//! withdraws a whole one. When the upstream is healthy the budget fills and retries of
+//! the occasional failure pass; during an outage nothing succeeds, the budget drains,
+//! and retries stop multiplying the load on a struggling server. Two refinements:
+//!
+//! - **Deposits expire** after `ttl`, so a burst of successes long ago cannot fund a
+//!   storm of retries now. Time is cut into [`SLICES`] slices of `ttl / SLICES`; a
+//!   deposit lives until its slice leaves the window, i.e. it expires between
+//!   `0.9 × ttl` and `ttl` after it was made. A retry spends the oldest deposits first,
+//!   so expiry only ever removes what nobody used.
+//! - **A floor** of `min_per_sec` retries per second is always allowed, so a quiet
+//!   endpoint (few successes to fund anything) can still retry. The floor is used only
+//!   when the deposits cannot pay a whole retry. It is a GCRA with no burst: floor
+//!   retries are at least `ceil(1 s / min_per_sec)` apart, so any half-open one-second
+//!   span `[t, t + 1 s)` holds at most `min_per_sec` of them.
+//!
+//! Amounts are integers in millionths of a retry, so ratios are exact: `0.1` funds one
+//! retry per ten successes, `0.2` one per five. A ratio that is not a whole number of
+//! millionths rounds down (`1/3` becomes 333 333 millionths: four successes fund the
+//! first retry, not three), so the budget never grants more than the ratio promises.
+//!
+//! Memory is fixed (one array of slices), nothing allocates, and a `now` earlier than
+//! one already seen is treated as that later instant: time never runs backwards, so
+//! nothing is refunded and nothing panics.
 
-use crate::time::Timestamp;
+use core::time::Duration;
+
+use crate::error::ConfigError;
+use crate::time::{Timestamp, nanos_of};
+
+/// How many time slices the deposit window `ttl` is cut into.
+pub const SLICES: usize = 10;
+const SLICES_U64: u64 = SLICES as u64;
+
+/// One retry, in the budget's fixed-point unit (millionths of a retry).
+const UNIT: u64 = 1_000_000;
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+/// The largest allowed `ratio`.
+const MAX_RATIO: f64 = 1000.0;
 
 /// Retry budget parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// Default: `enabled` true, `ratio` 0.2, `min_per_sec` 10, `ttl` 10 s — the values of
+/// Finagle's `RetryBudget` and tower's `TpsBudget`: retries may add at most 20 % to
+/// the load, plus ten retries a second for endpoints too quiet to earn any.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
-pub struct BudgetConfig {}
+pub struct BudgetConfig {
+    /// Whether the budget limits retries at all; `false` allows every retry.
+    pub enabled: bool,
+    /// Retries funded per success, in `[0, 1000]` (0.2: one retry per five successes).
+    /// Resolution one millionth, rounded down.
+    pub ratio: f64,
+    /// Retries per second allowed even when the deposits are spent (the floor), spaced
+    /// at least `ceil(1 s / min_per_sec)` apart; 0 disables the floor. The spacing is
+    /// whole nanoseconds, so values above 10^9 all act as 10^9.
+    pub min_per_sec: u32,
+    /// How long a deposit lasts. Above zero.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub ttl: Duration,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            enabled: true,
+            ratio: 0.2,
+            min_per_sec: 10,
+            ttl: Duration::from_secs(10),
+        }
+    }
+}
 
 impl BudgetConfig {
-    /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
+    /// Checks the parameters: `ratio` finite and in `[0, 1000]`, `ttl` above zero.
+    /// Checked even when the budget is disabled.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(0.0..=MAX_RATIO).contains(&self.ratio) {
+            return Err(ConfigError::OutOfRange {
+                field: "budget.ratio",
+                min: 0.0,
+                max: MAX_RATIO,
+                got: self.ratio,
+            });
+        }
+        if self.ttl.is_zero() {
+            return Err(ConfigError::Zero {
+                field: "budget.ttl",
+            });
+        }
         Ok(())
     }
 }
 
-/// A token bucket of retries.
-#[derive(Debug, Clone)]
+/// Deposits made during one time slice, net of what retries took from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Slice {
+    /// Which slice of time (`now / slice_ns`) these units belong to.
+    index: u64,
+    /// Millionths of a retry still available.
+    units: u64,
+}
+
+/// A token bucket of retries shared by all calls to one endpoint.
+///
+/// [`RetryBudget::new`] does not validate: a ratio outside `[0, 1000]` or NaN is
+/// clamped into it (NaN as 0), and a zero `ttl` makes deposits last one nanosecond
+/// slice, so no config can make it panic.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RetryBudget {
     config: BudgetConfig,
+    /// Millionths of a retry each success deposits.
+    per_success: u64,
+    /// Width of one slice in nanoseconds; at least 1.
+    slice_ns: u64,
+    /// Nanoseconds between two floor retries; 0 when there is no floor.
+    floor_interval: u64,
+    /// Ring of deposit slices, slice `i` at position `i % SLICES`.
+    slices: [Slice; SLICES],
+    /// The earliest instant of the next floor retry; `None` once the floor can grant
+    /// nothing more (no floor, or the clock reached its end).
+    floor_next: Option<Timestamp>,
+    /// The latest `now` seen.
+    latest: Timestamp,
 }
 
 impl RetryBudget {
-    /// A budget with `config`.
+    /// An empty budget with `config` (no deposits; the floor is available at once).
     pub fn new(config: BudgetConfig) -> RetryBudget {
-        RetryBudget { config }
+        let floor_interval = match u64::from(config.min_per_sec) {
+            0 => 0,
+            n => NANOS_PER_SEC.div_ceil(n),
+        };
+        RetryBudget {
+            config,
+            per_success: units_of(config.ratio),
+            slice_ns: nanos_of(config.ttl)
+                .checked_div(SLICES_U64)
+                .unwrap_or(0)
+                .max(1),
+            floor_interval,
+            slices: [Slice::default(); SLICES],
+            floor_next: (floor_interval > 0).then_some(Timestamp::ZERO),
+            latest: Timestamp::ZERO,
+        }
     }
 
-    /// A success deposits its share.
+    /// The configuration this budget runs on.
+    pub fn config(&self) -> &BudgetConfig {
+        &self.config
+    }
+
+    /// A success deposits `ratio` of a retry, valid for `ttl`.
     pub fn on_success(&mut self, now: Timestamp) {
-        let _ = (now, &self.config);
+        if !self.config.enabled {
+            return;
+        }
+        let now = self.observe(now);
+        let current = self.slice_of(now);
+        let per_success = self.per_success;
+        let Some(slice) = self.slices.get_mut(position(current)) else {
+            return;
+        };
+        if slice.index != current {
+            // The slot last held slice `current - k·SLICES`, long expired.
+            *slice = Slice {
+                index: current,
+                units: 0,
+            };
+        }
+        slice.units = slice.units.saturating_add(per_success);
     }
 
-    /// A retry asks for one token; `false` means the budget is spent.
+    /// A retry asks for one whole retry's worth; `true` grants it and takes it from the
+    /// budget, `false` means the budget is spent (nothing changes then). Deposits pay
+    /// first, oldest first; the floor pays only when they cannot.
     pub fn try_withdraw(&mut self, now: Timestamp) -> bool {
-        let _ = now;
+        if !self.config.enabled {
+            return true;
+        }
+        let now = self.observe(now);
+        let current = self.slice_of(now);
+        if self.deposits(current) >= UNIT {
+            self.take_oldest(current, UNIT);
+            return true;
+        }
+        let Some(next) = self.floor_next else {
+            return false;
+        };
+        if now < next {
+            return false;
+        }
+        self.floor_next = now
+            .as_nanos()
+            .checked_add(self.floor_interval)
+            .map(Timestamp::from_nanos);
         true
     }
+
+    /// Whether [`RetryBudget::try_withdraw`] would grant a retry at `now`, without
+    /// taking it.
+    pub fn can_withdraw(&self, now: Timestamp) -> bool {
+        if !self.config.enabled {
+            return true;
+        }
+        let now = now.max(self.latest);
+        self.deposits(self.slice_of(now)) >= UNIT || self.floor_ready(now)
+    }
+
+    /// How many retries [`RetryBudget::try_withdraw`] would grant one after another at
+    /// `now`: the whole retries the live deposits pay for, plus one if the floor is
+    /// ready. `u64::MAX` when the budget is disabled.
+    pub fn balance(&self, now: Timestamp) -> u64 {
+        if !self.config.enabled {
+            return u64::MAX;
+        }
+        let now = now.max(self.latest);
+        let whole = self.deposits(self.slice_of(now)) / UNIT;
+        whole.saturating_add(u64::from(self.floor_ready(now)))
+    }
+
+    /// The earliest instant, from `now` on, at which a retry would be granted if
+    /// nothing else happened before it: `now` (or the latest instant already seen, if
+    /// `now` is earlier) when one is available, else when the floor allows the next.
+    /// `None` when only new successes can pay for a retry (no floor).
+    pub fn available_at(&self, now: Timestamp) -> Option<Timestamp> {
+        let now = now.max(self.latest);
+        if self.can_withdraw(now) {
+            return Some(now);
+        }
+        // Deposits only shrink with time, so the floor is the only way back.
+        self.floor_next
+    }
+
+    fn observe(&mut self, now: Timestamp) -> Timestamp {
+        self.latest = self.latest.max(now);
+        self.latest
+    }
+
+    fn slice_of(&self, now: Timestamp) -> u64 {
+        now.as_nanos().checked_div(self.slice_ns).unwrap_or(0)
+    }
+
+    fn floor_ready(&self, now: Timestamp) -> bool {
+        self.floor_next.is_some_and(|next| now >= next)
+    }
+
+    /// Whether a slice still counts when the current slice is `current`.
+    fn is_live(slice: &Slice, current: u64) -> bool {
+        slice.index <= current && current.saturating_sub(slice.index) < SLICES_U64
+    }
+
+    /// Millionths of a retry in the live slices.
+    fn deposits(&self, current: u64) -> u64 {
+        self.slices
+            .iter()
+            .filter(|s| Self::is_live(s, current))
+            .fold(0u64, |sum, s| sum.saturating_add(s.units))
+    }
+
+    /// Takes `amount` units from the live slices, oldest first. The caller has checked
+    /// that they hold at least `amount`.
+    fn take_oldest(&mut self, current: u64, mut amount: u64) {
+        for age in (0..SLICES_U64).rev() {
+            let Some(index) = current.checked_sub(age) else {
+                continue;
+            };
+            let Some(slice) = self.slices.get_mut(position(index)) else {
+                continue;
+            };
+            if slice.index != index {
+                continue;
+            }
+            let take = slice.units.min(amount);
+            slice.units = slice.units.saturating_sub(take);
+            amount = amount.saturating_sub(take);
+            if amount == 0 {
+                return;
+            }
+        }
+    }
 }
+
+/// The ring position of slice `index`.
+fn position(index: u64) -> usize {
+    // The remainder is below SLICES, so the cast is exact.
+    index.checked_rem(SLICES_U64).unwrap_or(0) as usize
+}
+
+/// `ratio` in millionths of a retry, rounded down, except that a value within a
+/// millionth of a millionth of a whole count is taken as that count (so `0.7`, whose
+/// binary value is a hair below 0.7, still gives exactly 700 000).
+fn units_of(ratio: f64) -> u64 {
+    let ratio = if ratio > 0.0 {
+        ratio.min(MAX_RATIO)
+    } else {
+        0.0
+    };
+    let exact = ratio * UNIT as f64;
+    let nearest = (exact + 0.5) as u64;
+    let gap = nearest as f64 - exact;
+    if (-1e-6..=1e-6).contains(&gap) {
+        nearest
+    } else {
+        exact as u64
+    }
+}
+
+#[cfg(test)]
+#[path = "budget_tests.rs"]
+mod tests;
