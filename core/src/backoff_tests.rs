@@ -434,7 +434,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn default_snapshot() {
         let d = BackoffConfig::default();
         assert_eq!(
@@ -448,7 +447,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn round_trips_and_rejects_unknown_fields() {
         let c = BackoffConfig {
             base: ms(250),

@@ -1014,7 +1014,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn round_trips_through_toml_and_json() {
         let c = BreakerConfig {
             consecutive_failures: None,

@@ -535,7 +535,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn default_snapshot() {
         let d = BudgetConfig::default();
         assert_eq!(
@@ -549,7 +548,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn round_trips() {
         let c = BudgetConfig {
             enabled: false,

@@ -380,7 +380,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn configs_round_trip() {
         let s = SlaTargets {
             p95: Some(ms(800)),

@@ -203,7 +203,6 @@ mod serde_tests {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn config_round_trips() {
         let c = StoreConfig {
             ttl: Duration::from_secs(3_600),
