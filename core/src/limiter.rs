@@ -1,1 +1,515 @@
-//! STUB: filled in by the limiter work.
+//! Client-side rate limiter for one endpoint or key: requests per period, tokens per
+//! period (RPM / TPM with the default 60 s period) and a maximum of calls in flight.
+//!
+//! # The guarantee
+//!
+//! Over **any** window `[t, t + period)` the limiter admits at most `requests` calls and
+//! at most `tokens` tokens, for every sequence of inputs. A call's tokens are its
+//! estimate, charged when it is admitted; a lower actual usage reported by
+//! [`Limiter::on_finish`] replaces the estimate (the unused part may be given back, see
+//! below); a higher one is charged as extra usage *at the instant it is reported*,
+//! since the windows already past were admitted against the estimate and cannot be
+//! re-decided. Extra usage is forced on the limiter, so a window may exceed the limit by
+//! such a report, but never by an admission: every admission leaves every window that
+//! contains it within the limits, counting all usage reported so far.
+//!
+//! # How: GCRA with an exact rational rate
+//!
+//! Each limited dimension (requests, tokens) is a generic cell rate algorithm with a
+//! theoretical arrival time `tat`. With limit `L` per period `P` and a burst `B`
+//! (`1 ≤ B ≤ L`, see [`LimiterConfig::burst`]), the sustained rate is `L + 1 − B` units
+//! per period and the tolerance is `B` units, which bounds any window to
+//! `B + (L + 1 − B) − 1 = L` units. A call costing `c` is admitted at `now` when
+//! `c ≤ L` and `tat + c·e ≤ now + B·e`, with `e = P / (L + 1 − B)` the emission
+//! interval; then `tat = max(tat, now) + c·e`.
+//!
+//! To keep `e` exact without a division, time is scaled by the rate: the state is kept
+//! in units of `1 / (L + 1 − B)` nanoseconds (`u128`), where an instant is
+//! `now_ns · (L + 1 − B)` and one unit of cost is `P` (in nanoseconds). The hot path is
+//! two widening multiplications, additions and a comparison; a denial divides once to
+//! find its exact instant: [`Admit::NotBefore`]`(t)` means the same call is denied at
+//! `t − 1 ns` and admitted at `t` if nothing else happens in between.
+//!
+//! So with `requests = 60`, `burst = 0` (one call) a call is admitted every second;
+//! with the default `burst = 0.1` six are admitted at once and then one every
+//! `60 s / 55`.
+//!
+//! # Large calls
+//!
+//! A call costing more than the burst (but not more than the limit) waits until the
+//! timeline has been idle long enough for it, then goes: a fresh limiter has been idle
+//! for a whole period, so it admits one call of up to the full limit at once. A call
+//! costing more than the per-period limit can never be admitted without breaking the
+//! guarantee (the server would refuse it as well), so it is denied with
+//! [`Admit::TooLarge`] instead of waiting forever.
+//!
+//! # Corrections
+//!
+//! [`Limiter::on_finish`] releases the in-flight slot and corrects the token charge:
+//! - *more than estimated*: the excess is charged now (it pushes later admissions back);
+//! - *less than estimated*: the unused tokens are given back, but only as far as no
+//!   later admission was made on the strength of them. GCRA forgets idle time beyond
+//!   the tolerance, so when a later call was admitted with a lead of `x` (its `tat` was
+//!   `x` ahead of its arrival), giving back more than `x` would let a window hold more
+//!   than the limit. The finish does not say which call finished, so the limiter keeps
+//!   the smallest lead of every charge made since the in-flight count was last zero,
+//!   except the first one (every call still in flight was admitted at or after that
+//!   first one, so only later charges can constrain its refund). A lone call in flight
+//!   always gets its full refund; with overlapping calls the refund is conservative.
+//!
+//! # Server hints
+//!
+//! With [`LimiterConfig::follow_server`], [`Limiter::on_hints`] reads the rate-limit
+//! windows a response reported:
+//! - `remaining == 0` with a `reset`: nothing at all is admitted before `now + reset`
+//!   (this holds even for a dimension that has no local limit);
+//! - `remaining == n` otherwise (or `0` without a `reset`): a dimension with a local
+//!   limit is tightened so that at most `n` units are available right now; it keeps
+//!   refilling at its configured rate. A hint never loosens the local state, and a hint
+//!   that tightens it also stops refunds to calls already in flight.
+//!
+//! The window's `limit` and the response's `retry_after` are not used here (the retry
+//! sequence and the key pool handle waits after a throttled attempt).
+//!
+//! # Time
+//!
+//! The driver's `now` is clamped to the latest instant seen, so a clock stepping back
+//! neither panics nor gives capacity back. All arithmetic saturates.
+
+use core::time::Duration;
+
+use crate::error::ConfigError;
+use crate::hints::{Hints, RateWindow};
+use crate::time::{Timestamp, nanos_of};
+
+/// Rate-limiter parameters for one endpoint or key.
+///
+/// Defaults: `requests: None`, `tokens: None` (unlimited), `period: 60s`,
+/// `burst: 0.1`, `max_in_flight: None` (unlimited), `follow_server: true`. The default
+/// limiter admits everything, except what the server's own hints forbid.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct LimiterConfig {
+    /// Calls admitted per `period` (e.g. RPM); `None` is unlimited.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub requests: Option<u32>,
+    /// Tokens charged per `period` (e.g. TPM); `None` is unlimited.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub tokens: Option<u64>,
+    /// The window both limits apply to.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub period: Duration,
+    /// The share of each limit that may be spent at one instant, in `[0, 1]`: the burst
+    /// is `floor(limit × burst)`, at least 1 unit and at most the limit. The rest of the
+    /// limit is spread evenly over the period (the sustained rate is
+    /// `limit + 1 − burst units` per period), so a bigger burst means a slower refill.
+    pub burst: f64,
+    /// Calls in flight at once (bulkhead); `None` is unlimited.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub max_in_flight: Option<u32>,
+    /// Whether the server's rate-limit headers correct the local state.
+    pub follow_server: bool,
+}
+
+impl Default for LimiterConfig {
+    fn default() -> LimiterConfig {
+        LimiterConfig {
+            requests: None,
+            tokens: None,
+            period: Duration::from_secs(60),
+            burst: 0.1,
+            max_in_flight: None,
+            follow_server: true,
+        }
+    }
+}
+
+impl LimiterConfig {
+    /// Checks the parameters; the error names the first bad field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.requests == Some(0) {
+            return Err(ConfigError::Zero {
+                field: "limiter.requests",
+            });
+        }
+        if self.tokens == Some(0) {
+            return Err(ConfigError::Zero {
+                field: "limiter.tokens",
+            });
+        }
+        if self.period.is_zero() {
+            return Err(ConfigError::Zero {
+                field: "limiter.period",
+            });
+        }
+        if !(0.0..=1.0).contains(&self.burst) {
+            return Err(ConfigError::OutOfRange {
+                field: "limiter.burst",
+                min: 0.0,
+                max: 1.0,
+                got: self.burst,
+            });
+        }
+        if self.max_in_flight == Some(0) {
+            return Err(ConfigError::Zero {
+                field: "limiter.max_in_flight",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The limiter's answer for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
+pub enum Admit {
+    /// Admitted (and, from [`Limiter::acquire`], charged and counted in flight).
+    Go,
+    /// Rate-limited: the same call is admitted at exactly this instant (and not a
+    /// nanosecond earlier) if nothing else changes.
+    NotBefore(Timestamp),
+    /// The maximum of calls in flight is reached. No instant is known: try again after
+    /// a call finishes.
+    Busy,
+    /// The call's token estimate exceeds the per-period token limit: it can never be
+    /// admitted without breaking the limit, so it is refused rather than left to wait
+    /// forever. The caller should fail the call (or shrink it).
+    TooLarge,
+}
+
+/// The rate limiter of one endpoint or key. Sans-IO: it never blocks, never reads a
+/// clock and allocates nothing.
+///
+/// The driver asks [`acquire`](Limiter::acquire) before each attempt, and reports the
+/// end of every admitted attempt with [`on_finish`](Limiter::on_finish) and the
+/// response's headers with [`on_hints`](Limiter::on_hints).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limiter {
+    requests: Option<Gcra>,
+    tokens: Option<Gcra>,
+    /// `u32::MAX` when unlimited.
+    max_in_flight: u32,
+    in_flight: u32,
+    /// Sum of the estimates of the calls in flight: a refund never exceeds it.
+    in_flight_tokens: u64,
+    /// How far the token `tat` may be lowered by refunds: the smallest lead of the
+    /// token charges since the in-flight count was last zero, except the first one.
+    /// `u128::MAX` when there is none.
+    refund_room: u128,
+    /// Server block: nothing is admitted before this instant.
+    blocked_until: Timestamp,
+    latest: Timestamp,
+    follow_server: bool,
+}
+
+impl Limiter {
+    /// A limiter for `config`, as fresh as after a long idle time.
+    ///
+    /// `config` should have passed [`LimiterConfig::validate`]; if not, the values are
+    /// used as safely as possible: a zero limit admits nothing (every call is
+    /// [`Admit::TooLarge`]), a zero period counts as 1 ns, `max_in_flight = 0` is always
+    /// [`Admit::Busy`], a burst outside `[0, 1]` is clamped. Limits above 2^62 units and
+    /// periods above 2^62 ns (146 years) are clamped to those values.
+    pub fn new(config: &LimiterConfig) -> Limiter {
+        let period = nanos_of(config.period).max(1);
+        Limiter {
+            requests: config
+                .requests
+                .map(|limit| Gcra::new(u64::from(limit), config.burst, period)),
+            tokens: config
+                .tokens
+                .map(|limit| Gcra::new(limit, config.burst, period)),
+            max_in_flight: config.max_in_flight.unwrap_or(u32::MAX),
+            in_flight: 0,
+            in_flight_tokens: 0,
+            refund_room: u128::MAX,
+            blocked_until: Timestamp::ZERO,
+            latest: Timestamp::ZERO,
+            follow_server: config.follow_server,
+        }
+    }
+
+    /// What [`acquire`](Limiter::acquire) would answer for a call estimated at `tokens`,
+    /// without charging anything.
+    #[inline]
+    pub fn check(&self, now: Timestamp, tokens: u64) -> Admit {
+        // `Ord::max`, not `Timestamp::max`: the derived one inlines across crates.
+        self.decide(Ord::max(now, self.latest), tokens)
+    }
+
+    /// Asks to start a call estimated at `tokens`. On [`Admit::Go`] the call is charged
+    /// one request and `tokens` tokens and counts as in flight until
+    /// [`on_finish`](Limiter::on_finish); any other answer changes nothing.
+    #[inline]
+    pub fn acquire(&mut self, now: Timestamp, tokens: u64) -> Admit {
+        let now = self.observe(now);
+        let admit = self.decide(now, tokens);
+        if admit == Admit::Go {
+            self.charge(now, tokens);
+        }
+        admit
+    }
+
+    /// A call admitted with an estimate of `estimated` tokens ended. Releases its
+    /// in-flight slot; `actual`, when the response reported it, corrects the token
+    /// charge (see the module documentation for how far a refund goes).
+    pub fn on_finish(&mut self, now: Timestamp, estimated: u64, actual: Option<u64>) {
+        let now = self.observe(now);
+        if let (Some(gcra), Some(actual)) = (self.tokens.as_mut(), actual) {
+            if actual > estimated {
+                let lead = gcra.charge_excess(now, actual.saturating_sub(estimated));
+                if self.in_flight > 0 {
+                    self.refund_room = self.refund_room.min(lead);
+                }
+            } else if self.in_flight > 0 {
+                let unused = estimated.min(self.in_flight_tokens).saturating_sub(actual);
+                let refund = gcra.cost(unused).min(self.refund_room);
+                gcra.tat = gcra.tat.saturating_sub(refund);
+                if self.refund_room != u128::MAX {
+                    self.refund_room = self.refund_room.saturating_sub(refund);
+                }
+            }
+        }
+        self.in_flight_tokens = self.in_flight_tokens.saturating_sub(estimated);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if self.in_flight == 0 {
+            self.in_flight_tokens = 0;
+            self.refund_room = u128::MAX;
+        }
+    }
+
+    /// The rate-limit windows a response reported (ignored unless
+    /// [`LimiterConfig::follow_server`]): `remaining == 0` with a `reset` blocks every
+    /// call until `now + reset`; a smaller `remaining` tightens the local state.
+    pub fn on_hints(&mut self, now: Timestamp, hints: &Hints) {
+        let now = self.observe(now);
+        if !self.follow_server {
+            return;
+        }
+        self.apply_window(now, &hints.requests, false);
+        self.apply_window(now, &hints.tokens, true);
+    }
+
+    /// The calls admitted and not yet finished.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// The instant a server hint blocks calls until, if it is later than the latest
+    /// instant the limiter has seen.
+    pub fn blocked_until(&self) -> Option<Timestamp> {
+        (self.blocked_until > self.latest).then_some(self.blocked_until)
+    }
+
+    #[inline]
+    fn observe(&mut self, now: Timestamp) -> Timestamp {
+        self.latest = Ord::max(self.latest, now);
+        self.latest
+    }
+
+    #[inline]
+    fn decide(&self, now: Timestamp, tokens: u64) -> Admit {
+        let requests_ok = self.requests.as_ref().is_none_or(|g| g.admits(now, 1));
+        let tokens_ok = self.tokens.as_ref().is_none_or(|g| g.admits(now, tokens));
+        if requests_ok
+            && tokens_ok
+            && self.in_flight < self.max_in_flight
+            && now >= self.blocked_until
+        {
+            return Admit::Go;
+        }
+        self.denial(now, tokens)
+    }
+
+    #[cold]
+    fn denial(&self, now: Timestamp, tokens: u64) -> Admit {
+        let too_large = |g: &Gcra, cost: u64| cost > g.limit;
+        if self.requests.as_ref().is_some_and(|g| too_large(g, 1))
+            || self.tokens.as_ref().is_some_and(|g| too_large(g, tokens))
+        {
+            return Admit::TooLarge;
+        }
+        if self.in_flight >= self.max_in_flight {
+            return Admit::Busy;
+        }
+        let mut at = self.blocked_until;
+        if let Some(g) = &self.requests {
+            at = at.max(g.earliest(1));
+        }
+        if let Some(g) = &self.tokens {
+            at = at.max(g.earliest(tokens));
+        }
+        // `at > now` by construction; the guard only matters in saturated states.
+        Admit::NotBefore(at.max(now.saturating_add(Duration::from_nanos(1))))
+    }
+
+    #[inline]
+    fn charge(&mut self, now: Timestamp, tokens: u64) {
+        if let Some(g) = self.requests.as_mut() {
+            g.charge(now, 1);
+        }
+        if let Some(g) = self.tokens.as_mut() {
+            let lead = g.charge(now, tokens);
+            self.refund_room = if self.in_flight == 0 {
+                u128::MAX
+            } else {
+                self.refund_room.min(lead)
+            };
+        }
+        self.in_flight = self.in_flight.saturating_add(1);
+        self.in_flight_tokens = self.in_flight_tokens.saturating_add(tokens);
+    }
+
+    fn apply_window(&mut self, now: Timestamp, window: &RateWindow, is_tokens: bool) {
+        let Some(remaining) = window.remaining else {
+            return;
+        };
+        if let (0, Some(reset)) = (remaining, window.reset) {
+            self.blocked_until = self.blocked_until.max(now.saturating_add(reset));
+            return;
+        }
+        let gcra = if is_tokens {
+            self.tokens.as_mut()
+        } else {
+            self.requests.as_mut()
+        };
+        let Some(gcra) = gcra else {
+            return;
+        };
+        if gcra.tighten(now, remaining) && is_tokens && self.in_flight > 0 {
+            self.refund_room = 0;
+        }
+    }
+}
+
+/// Limits and the period above this are clamped to it (2^62: 4.6e18 units, 146 years),
+/// which bounds every scaled quantity on the hot path below 2^127, see [`TAT_CAP`].
+const RANGE_CAP: u64 = 1 << 62;
+
+/// `tat` never exceeds this. With the clamped ranges, `now·rate + horizon < 2^127` and
+/// a cost is `< 2^126`, so the sums on the hot path fit a `u128` without saturating. A
+/// `tat` at the cap is later than any scaled instant: the dimension admits nothing,
+/// exactly as an uncapped one would.
+const TAT_CAP: u128 = 1 << 127;
+
+/// One GCRA dimension in scaled time: instant `t` (ns) is `t·rate + shift`, one unit of
+/// cost is `unit` (the period in ns), so the emission interval `unit / rate` is exact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Gcra {
+    limit: u64,
+    /// `limit + 1 − burst`, at least 1.
+    rate: u64,
+    /// The period in nanoseconds.
+    unit: u64,
+    /// `burst × unit`.
+    tolerance: u128,
+    /// `shift + tolerance`, where `shift = limit × unit` puts the epoch a whole period
+    /// after the start of the scaled clock (a fresh limiter has been idle a period).
+    horizon: u128,
+    tat: u128,
+}
+
+impl Gcra {
+    fn new(limit: u64, burst: f64, period_ns: u64) -> Gcra {
+        let limit = limit.min(RANGE_CAP);
+        let unit = period_ns.clamp(1, RANGE_CAP);
+        // Float-to-int `as` saturates (NaN gives 0), so any burst maps into [1, limit].
+        let burst = ((limit as f64) * burst.clamp(0.0, 1.0)) as u64;
+        let burst = burst.max(1).min(limit);
+        let tolerance = wide(burst, unit);
+        Gcra {
+            limit,
+            rate: limit.saturating_sub(burst).saturating_add(1),
+            unit,
+            tolerance,
+            horizon: wide(limit, unit).saturating_add(tolerance),
+            tat: 0,
+        }
+    }
+
+    /// `now·rate + horizon`: the latest `tat + cost` admitted at `now`.
+    #[inline]
+    fn horizon_at(&self, now: Timestamp) -> u128 {
+        // < 2^64·(2^62 + 1) + 2^125 < 2^127: cannot wrap.
+        wide(now.as_nanos(), self.rate).wrapping_add(self.horizon)
+    }
+
+    /// `now` in scaled time.
+    #[inline]
+    fn scaled(&self, now: Timestamp) -> u128 {
+        self.horizon_at(now).wrapping_sub(self.tolerance)
+    }
+
+    #[inline]
+    fn cost(&self, units: u64) -> u128 {
+        wide(units, self.unit)
+    }
+
+    #[inline]
+    fn admits(&self, now: Timestamp, units: u64) -> bool {
+        // units ≤ limit ≤ 2^62 makes the cost < 2^124; tat ≤ 2^127: no wrap.
+        units <= self.limit && self.tat.wrapping_add(self.cost(units)) <= self.horizon_at(now)
+    }
+
+    /// The first instant at which `admits(_, units)` holds (for `units ≤ limit`).
+    fn earliest(&self, units: u64) -> Timestamp {
+        let need = self
+            .tat
+            .saturating_add(self.cost(units))
+            .saturating_sub(self.horizon);
+        let rate = u128::from(self.rate);
+        let (Some(whole), Some(rest)) = (need.checked_div(rate), need.checked_rem(rate)) else {
+            return Timestamp::MAX;
+        };
+        let ns = if rest == 0 {
+            whole
+        } else {
+            whole.saturating_add(1)
+        };
+        Timestamp::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// Charges an admitted call of `units` at `now`; returns the lead the timeline had
+    /// over `now`.
+    #[inline]
+    fn charge(&mut self, now: Timestamp, units: u64) -> u128 {
+        let now = self.scaled(now);
+        let lead = self.tat.saturating_sub(now);
+        // Admitted: `tat + cost ≤ now + tolerance`, and `cost ≤ limit × unit`, so the
+        // new tat is at most `now + limit × unit < 2^127`.
+        self.tat = self.tat.max(now).wrapping_add(self.cost(units));
+        lead
+    }
+
+    /// Charges usage reported beyond the estimate, admitted or not; returns the lead.
+    fn charge_excess(&mut self, now: Timestamp, units: u64) -> u128 {
+        let now = self.scaled(now);
+        let lead = self.tat.saturating_sub(now);
+        self.tat = self
+            .tat
+            .max(now)
+            .saturating_add(self.cost(units))
+            .min(TAT_CAP);
+        lead
+    }
+
+    /// Leaves at most `remaining` units available at `now`; true if that tightened.
+    fn tighten(&mut self, now: Timestamp, remaining: u64) -> bool {
+        let floor = self.horizon_at(now).saturating_sub(self.cost(remaining));
+        let tightened = floor > self.tat;
+        self.tat = self.tat.max(floor);
+        tightened
+    }
+}
+
+/// `a × b` without overflow: both factors fit in 64 bits, so the product fits in 128.
+#[inline]
+fn wide(a: u64, b: u64) -> u128 {
+    u128::from(a).wrapping_mul(u128::from(b))
+}
+
+#[cfg(test)]
+#[path = "limiter_tests.rs"]
+mod tests;
