@@ -72,6 +72,8 @@ pub mod breaker;
 pub mod budget;
 pub mod classify;
 pub mod duration;
+#[cfg(feature = "alloc")]
+pub mod engine;
 pub mod error;
 pub mod health;
 pub mod hints;

@@ -754,7 +754,6 @@ mod serde_config {
     }
 
     #[test]
-    #[ignore = "needs duration parser"]
     fn round_trips_through_json_and_toml() {
         let cfg = LimiterConfig {
             requests: Some(60),

@@ -3,9 +3,13 @@
 use core::time::Duration;
 
 use crate::backoff::BackoffConfig;
+use crate::breaker::BreakerConfig;
 use crate::budget::BudgetConfig;
 use crate::classify::ClassifyConfig;
 use crate::error::ConfigError;
+use crate::health::{HealthConfig, SlaTargets};
+use crate::idempotency::StoreConfig;
+use crate::limiter::LimiterConfig;
 use crate::retry::RetryConfig;
 
 /// Every rule steadfast follows, by section. `Policy::default()` is the `standard`
@@ -26,6 +30,16 @@ pub struct Policy {
     pub budget: BudgetConfig,
     /// How outcomes are classified.
     pub classify: ClassifyConfig,
+    /// The circuit breaker per endpoint.
+    pub breaker: BreakerConfig,
+    /// Client-side rate limits per endpoint (none by default).
+    pub limiter: LimiterConfig,
+    /// The health window per endpoint.
+    pub health: HealthConfig,
+    /// The service levels health reports are compared with.
+    pub sla: SlaTargets,
+    /// The idempotency store (adapters that dedupe submissions).
+    pub idempotency: StoreConfig,
 }
 
 /// A named starting point for a [`Policy`].
@@ -151,6 +165,15 @@ impl Policy {
         self.retry.validate()?;
         self.backoff.validate()?;
         self.budget.validate()?;
-        self.classify.validate()
+        self.classify.validate()?;
+        self.breaker.validate()?;
+        self.limiter.validate()?;
+        self.health.validate()?;
+        self.sla.validate()?;
+        self.idempotency.validate()
     }
 }
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

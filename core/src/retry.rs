@@ -472,6 +472,10 @@ impl Call {
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
+            // A key cooling down for longer than this call may wait is a hint too long.
+            Admit::NotBefore(_, WaitCause::Hint(hint)) if hint > self.config.max_retry_after => {
+                Decision::Done(self.finish(now, GiveUpReason::HintTooLong { hint }))
+            }
             Admit::NotBefore(at, _) if at < self.deadline => Decision::Wait(at.max(now)),
             Admit::NotBefore(at, cause) => {
                 let reason = match cause {

@@ -1,0 +1,332 @@
+#![allow(clippy::arithmetic_side_effects)]
+
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::*;
+use crate::backoff::Jitter;
+use crate::classify::ErrorFacts;
+use crate::outcome::{Outcome, Response};
+use crate::retry::{Decision, Finish};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn at(n: u64) -> Timestamp {
+    Timestamp::from_millis(n)
+}
+
+/// A policy with no jitter, so instants are exact.
+fn exact() -> Policy {
+    let mut p = Policy::default();
+    p.backoff.jitter = Jitter::None;
+    p.retry.hint_jitter = 0.0;
+    p.breaker.open_jitter = 0.0;
+    p
+}
+
+fn seed(n: u8) -> Seed {
+    [n; 32]
+}
+
+/// One request as the fake upstream saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sent {
+    at: Timestamp,
+    target: Target,
+    attempt: u32,
+    call: usize,
+}
+
+/// A virtual-time driver: many calls on one engine, an upstream given as a function of
+/// (instant, target) → (outcome, latency). It jumps from deadline to deadline.
+struct Driver<F> {
+    engine: Engine,
+    upstream: F,
+    sent: Vec<Sent>,
+}
+
+struct Slot {
+    start: Timestamp,
+    call: Option<Call>,
+    pending: Option<(crate::ids::AttemptId, Timestamp, Outcome)>,
+    wake: Timestamp,
+    finish: Option<Finish>,
+}
+
+impl<F: FnMut(Timestamp, Target) -> (Outcome, Duration)> Driver<F> {
+    fn new(engine: Engine, upstream: F) -> Self {
+        Driver {
+            engine,
+            upstream,
+            sent: Vec::new(),
+        }
+    }
+
+    fn run(&mut self, starts: &[Timestamp]) -> Vec<Finish> {
+        let mut slots: Vec<Slot> = starts
+            .iter()
+            .map(|&s| Slot {
+                start: s,
+                call: None,
+                pending: None,
+                wake: s,
+                finish: None,
+            })
+            .collect();
+        for _ in 0..1_000_000 {
+            let next = slots
+                .iter()
+                .filter(|s| s.finish.is_none())
+                .map(|s| s.pending.map_or(s.wake, |(_, t, _)| t.min(s.wake)))
+                .min();
+            let Some(now) = next else { break };
+            for (i, slot) in slots.iter_mut().enumerate() {
+                if slot.finish.is_some() {
+                    continue;
+                }
+                let call = slot
+                    .call
+                    .get_or_insert_with(|| self.engine.start_call(slot.start, None));
+                let mut delivered = false;
+                if let Some((id, t, o)) = slot.pending
+                    && t <= now
+                {
+                    let _ = call.on_outcome(t, id, o);
+                    slot.pending = None;
+                    delivered = true;
+                }
+                if !delivered && slot.wake > now {
+                    continue;
+                }
+                {
+                    match call.poll_decision(now, &mut self.engine) {
+                        Decision::Send(a) => {
+                            self.sent.push(Sent {
+                                at: now,
+                                target: a.target,
+                                attempt: a.id.0,
+                                call: i,
+                            });
+                            let (o, latency) = (self.upstream)(now, a.target);
+                            slot.pending = Some((a.id, now + latency.min(a.timeout), o));
+                            slot.wake = a.deadline;
+                        }
+                        Decision::Wait(t) => slot.wake = t,
+                        Decision::Done(f) => slot.finish = Some(f),
+                    }
+                }
+            }
+        }
+        slots
+            .into_iter()
+            .map(|s| s.finish.expect("every call finishes"))
+            .collect()
+    }
+}
+
+fn ok() -> (Outcome, Duration) {
+    (Outcome::Response(Response::new(200)), ms(100))
+}
+
+fn down() -> (Outcome, Duration) {
+    (Outcome::Response(Response::new(503)), ms(20))
+}
+
+#[test]
+fn a_primary_outage_fails_over_at_once_and_traffic_returns_after_a_probe() {
+    let p = exact();
+    let endpoints = [EndpointSpec::new(0, 1), EndpointSpec::new(1, 1)];
+    let engine = Engine::new(p, &endpoints, seed(1)).unwrap();
+    // The primary is down from 0 to 10 s.
+    let mut d = Driver::new(engine, |now: Timestamp, t: Target| {
+        if t.endpoint.0 == 0 && now < at(10_000) {
+            down()
+        } else {
+            ok()
+        }
+    });
+    let starts: Vec<Timestamp> = (0..300).map(|i| at(i * 100)).collect();
+    let finishes = d.run(&starts);
+    assert!(
+        finishes.iter().all(Finish::is_success),
+        "every call succeeds"
+    );
+    // The first call: primary fails at 20 ms, the secondary is tried at once.
+    let first: Vec<_> = d.sent.iter().filter(|s| s.call == 0).collect();
+    assert_eq!(first.len(), 2);
+    assert_eq!((first[0].target.endpoint.0, first[0].at), (0, at(0)));
+    assert_eq!((first[1].target.endpoint.0, first[1].at), (1, at(20)));
+    // After 5 failures the breaker opens: the primary sees few requests in the outage.
+    let primary_in_outage = d
+        .sent
+        .iter()
+        .filter(|s| s.target.endpoint.0 == 0 && s.at < at(10_000))
+        .count();
+    assert!(
+        primary_in_outage <= 12,
+        "{primary_in_outage} requests reached the down primary"
+    );
+    // After the outage, a probe closes the breaker and new calls go to the primary again.
+    let late: Vec<_> = d.sent.iter().filter(|s| s.at >= at(20_000)).collect();
+    assert!(!late.is_empty());
+    assert!(
+        late.iter().all(|s| s.target.endpoint.0 == 0),
+        "traffic returned to the primary"
+    );
+    let mut saw_close = false;
+    while let Some(e) = d.engine.poll_event() {
+        if let EngineEvent::Breaker { endpoint, event } = e {
+            assert_eq!(endpoint.0, 0);
+            saw_close |= event.to == crate::breaker::StateKind::Closed;
+        }
+    }
+    assert!(saw_close, "the primary's breaker closed again");
+}
+
+#[test]
+fn a_storm_of_429s_sends_nothing_before_the_hinted_time() {
+    let p = exact();
+    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(2)).unwrap();
+    // Every request before 3 s is throttled with Retry-After: 3 − now (rounded up to 1 s).
+    let mut d = Driver::new(engine, |now: Timestamp, _t: Target| {
+        if now < at(3_000) {
+            let mut r = Response::new(429);
+            let left = at(3_000).saturating_duration_since(now);
+            r.hints.retry_after = Some(Duration::from_secs(left.as_secs() + 1));
+            (Outcome::Response(r), ms(10))
+        } else {
+            ok()
+        }
+    });
+    let starts: Vec<Timestamp> = (0..50).map(|i| at(i * 20)).collect();
+    let finishes = d.run(&starts);
+    assert!(finishes.iter().all(Finish::is_success));
+    // Replay the hints: a 429 seen at r with hint h cools the key until r + h, for
+    // every call: no request of any call goes out in [r, r + h).
+    let mut cooled: Vec<(Timestamp, Timestamp)> = Vec::new();
+    for s in &d.sent {
+        for &(r, until) in &cooled {
+            assert!(
+                !(s.at >= r && s.at < until),
+                "sent at {} while cooled {}..{}",
+                s.at,
+                r,
+                until
+            );
+        }
+        if s.at < at(3_000) {
+            let left = at(3_000).saturating_duration_since(s.at);
+            let r = s.at + ms(10);
+            cooled.push((r, r + Duration::from_secs(left.as_secs() + 1)));
+        }
+    }
+    assert!(
+        d.sent.len() < 50 * 3,
+        "{} requests for 50 calls",
+        d.sent.len()
+    );
+}
+
+#[test]
+fn a_key_out_of_quota_is_never_used_again() {
+    let p = exact();
+    let engine = Engine::new(p, &[EndpointSpec::new(0, 3)], seed(3)).unwrap();
+    let mut d = Driver::new(engine, |_now: Timestamp, t: Target| {
+        if t.key.0 == 1 {
+            let r = Response::new(429).with_error(ErrorFacts::scan(
+                br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+            ));
+            (Outcome::Response(r), ms(15))
+        } else {
+            ok()
+        }
+    });
+    let starts: Vec<Timestamp> = (0..60).map(|i| at(i * 50)).collect();
+    let finishes = d.run(&starts);
+    assert!(finishes.iter().all(Finish::is_success));
+    let to_bad = d.sent.iter().filter(|s| s.target.key.0 == 1).count();
+    assert_eq!(to_bad, 1, "the bad key got exactly one request");
+    let disabled = core::iter::from_fn(|| d.engine.poll_event())
+        .filter(|e| {
+            matches!(
+                e,
+                EngineEvent::Key(PoolEvent::KeyDisabled {
+                    reason: DisableReason::QuotaExhausted,
+                    ..
+                })
+            )
+        })
+        .count();
+    assert_eq!(disabled, 1);
+}
+
+#[test]
+fn an_open_breaker_fails_fast_or_holds_as_configured() {
+    let mut p = exact();
+    p.breaker.consecutive_failures = Some(2);
+    p.breaker.open_for = Duration::from_secs(5);
+    let engine = Engine::new(p.clone(), &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    let mut d = Driver::new(engine, |_n: Timestamp, _t: Target| down());
+    let finishes = d.run(&[at(0), at(5_000), at(5_000)]);
+    match finishes[1] {
+        Finish::GaveUp(g) => assert!(
+            matches!(g.reason, GiveUpReason::BreakerOpen { .. }),
+            "{g:?}"
+        ),
+        f => panic!("{f:?}"),
+    }
+    // With hold_on_breaker, a call waits out a short outage instead.
+    p.retry.hold_on_breaker = true;
+    p.retry.max_attempts = 10;
+    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    let mut d = Driver::new(
+        engine,
+        |now: Timestamp, _t: Target| if now < at(3_000) { down() } else { ok() },
+    );
+    let finishes = d.run(&[at(0), at(1_000)]);
+    assert!(finishes.iter().all(Finish::is_success), "{finishes:?}");
+}
+
+#[test]
+fn same_seed_same_trace_and_different_seeds_differ() {
+    let trace = |s: u8| {
+        let mut p = Policy::default();
+        p.breaker.enabled = false;
+        let engine = Engine::new(
+            p,
+            &[EndpointSpec::new(0, 2), EndpointSpec::new(1, 1)],
+            seed(s),
+        )
+        .unwrap();
+        let mut n = 0u64;
+        let mut d = Driver::new(engine, move |_now: Timestamp, _t: Target| {
+            n += 1;
+            if n % 3 == 0 { ok() } else { down() }
+        });
+        let starts: Vec<Timestamp> = (0..40).map(|i| at(i * 30)).collect();
+        let f = d.run(&starts);
+        (d.sent, f)
+    };
+    assert_eq!(trace(7), trace(7));
+    assert_ne!(trace(7).0, trace(8).0);
+}
+
+#[test]
+fn a_bad_config_names_the_field() {
+    let mut p = Policy::default();
+    p.retry.max_attempts = 0;
+    assert_eq!(
+        Engine::new(p, &[EndpointSpec::default()], seed(0))
+            .err()
+            .map(|e| e.field()),
+        Some("retry.max_attempts")
+    );
+    assert_eq!(
+        Engine::new(Policy::default(), &[], seed(0))
+            .err()
+            .map(|e| e.field()),
+        Some("pool.endpoints")
+    );
+}
