@@ -17,6 +17,7 @@
 use core::time::Duration;
 use rand_core::Rng;
 
+use crate::config::{ordered, within};
 use crate::error::ConfigError;
 use crate::rng::unit_f64;
 use crate::time::nanos_of;
@@ -88,31 +89,12 @@ impl BackoffConfig {
                 field: "backoff.cap",
             });
         }
-        if self.base > self.cap {
-            return Err(ConfigError::Order {
-                lower: "backoff.base",
-                upper: "backoff.cap",
-            });
+        ordered(self.base <= self.cap, "backoff.base", "backoff.cap")?;
+        within("backoff.factor", self.factor, 1.0, f64::MAX)?;
+        match self.jitter {
+            Jitter::Proportional(f) => within("backoff.jitter", f, 0.0, 1.0),
+            _ => Ok(()),
         }
-        if !(self.factor.is_finite() && self.factor >= 1.0) {
-            return Err(ConfigError::OutOfRange {
-                field: "backoff.factor",
-                min: 1.0,
-                max: f64::INFINITY,
-                got: self.factor,
-            });
-        }
-        if let Jitter::Proportional(f) = self.jitter {
-            if !(0.0..=1.0).contains(&f) {
-                return Err(ConfigError::OutOfRange {
-                    field: "backoff.jitter",
-                    min: 0.0,
-                    max: 1.0,
-                    got: f,
-                });
-            }
-        }
-        Ok(())
     }
 }
 
@@ -253,5 +235,4 @@ fn log2_upper(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "backoff_tests.rs"]
 mod tests;

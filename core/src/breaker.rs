@@ -69,6 +69,7 @@
 use core::time::Duration;
 use rand_core::Rng;
 
+use crate::config::{fraction, nonzero, ordered, within};
 use crate::error::ConfigError;
 use crate::time::{Monotonic, Timestamp, nanos_of};
 
@@ -116,11 +117,11 @@ pub struct BreakerConfig {
     /// When false the breaker always allows and records nothing.
     pub enabled: bool,
     /// Trip after this many endpoint failures in a row; `None` disables the model.
-    #[cfg_attr(feature = "serde", serde(with = "off_or"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::off_or"))]
     pub consecutive_failures: Option<u32>,
     /// Trip when the failure fraction of the window reaches this, in `(0, 1]`;
     /// `None` disables the model.
-    #[cfg_attr(feature = "serde", serde(with = "off_or"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::off_or"))]
     pub failure_rate: Option<f64>,
     /// The sliding window of the rate models.
     pub window: Window,
@@ -169,38 +170,6 @@ impl Default for BreakerConfig {
             close_after: 2,
         }
     }
-}
-
-fn nonzero(zero: bool, field: &'static str) -> Result<(), ConfigError> {
-    if zero {
-        return Err(ConfigError::Zero { field });
-    }
-    Ok(())
-}
-
-fn within(field: &'static str, got: f64, min: f64, max: f64) -> Result<(), ConfigError> {
-    if !(got >= min && got <= max) {
-        return Err(ConfigError::OutOfRange {
-            field,
-            min,
-            max,
-            got,
-        });
-    }
-    Ok(())
-}
-
-fn ordered(ok: bool, lower: &'static str, upper: &'static str) -> Result<(), ConfigError> {
-    if !ok {
-        return Err(ConfigError::Order { lower, upper });
-    }
-    Ok(())
-}
-
-/// A fraction in `(0, 1]`.
-fn fraction(field: &'static str, value: f64) -> Result<(), ConfigError> {
-    nonzero(value == 0.0, field)?;
-    within(field, value, 0.0, 1.0)
 }
 
 impl BreakerConfig {
@@ -749,95 +718,5 @@ impl Breaker {
     }
 }
 
-/// serde for an `Option` model that is on by default: a value, or `"off"` for `None`.
-#[cfg(feature = "serde")]
-mod off_or {
-    use core::fmt;
-    use serde::de::{Error, Unexpected, Visitor};
-
-    pub trait Num: Copy + serde::Serialize {
-        fn from_u64(v: u64) -> Option<Self>;
-        fn from_f64(v: f64) -> Option<Self>;
-    }
-
-    impl Num for u32 {
-        fn from_u64(v: u64) -> Option<Self> {
-            u32::try_from(v).ok()
-        }
-        fn from_f64(_: f64) -> Option<Self> {
-            None
-        }
-    }
-
-    impl Num for f64 {
-        fn from_u64(v: u64) -> Option<Self> {
-            Some(v as f64)
-        }
-        fn from_f64(v: f64) -> Option<Self> {
-            Some(v)
-        }
-    }
-
-    pub fn serialize<T: Num, S: serde::Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => v.serialize(s),
-            None => s.serialize_str("off"),
-        }
-    }
-
-    pub fn deserialize<'de, T: Num, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<T>, D::Error> {
-        d.deserialize_any(OffOr(core::marker::PhantomData))
-    }
-
-    struct OffOr<T>(core::marker::PhantomData<T>);
-
-    impl<T: Num> Visitor<'_> for OffOr<T> {
-        type Value = Option<T>;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a number or \"off\"")
-        }
-
-        fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
-            T::from_u64(v)
-                .map(Some)
-                .ok_or_else(|| E::invalid_value(Unexpected::Unsigned(v), &self))
-        }
-
-        fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
-            u64::try_from(v)
-                .ok()
-                .and_then(T::from_u64)
-                .map(Some)
-                .ok_or_else(|| E::invalid_value(Unexpected::Signed(v), &self))
-        }
-
-        fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
-            T::from_f64(v)
-                .map(Some)
-                .ok_or_else(|| E::invalid_value(Unexpected::Float(v), &self))
-        }
-
-        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
-            if v == "off" {
-                Ok(None)
-            } else {
-                Err(E::invalid_value(Unexpected::Str(v), &self))
-            }
-        }
-
-        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-    }
-}
-
 #[cfg(test)]
-#[path = "breaker_tests.rs"]
 mod tests;

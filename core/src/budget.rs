@@ -27,6 +27,7 @@
 
 use core::time::Duration;
 
+use crate::config::{nonzero, within};
 use crate::error::ConfigError;
 use crate::time::{Timestamp, nanos_of};
 
@@ -79,20 +80,8 @@ impl BudgetConfig {
     /// Checks the parameters: `ratio` finite and in `[0, 1000]`, `ttl` above zero.
     /// Checked even when the budget is disabled.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(0.0..=MAX_RATIO).contains(&self.ratio) {
-            return Err(ConfigError::OutOfRange {
-                field: "budget.ratio",
-                min: 0.0,
-                max: MAX_RATIO,
-                got: self.ratio,
-            });
-        }
-        if self.ttl.is_zero() {
-            return Err(ConfigError::Zero {
-                field: "budget.ttl",
-            });
-        }
-        Ok(())
+        within("budget.ratio", self.ratio, 0.0, MAX_RATIO)?;
+        nonzero(self.ttl.is_zero(), "budget.ttl")
     }
 }
 
@@ -311,5 +300,4 @@ fn units_of(ratio: f64) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "budget_tests.rs"]
 mod tests;

@@ -255,5 +255,4 @@ pub mod serde_human {
 }
 
 #[cfg(test)]
-#[path = "duration_tests.rs"]
 mod tests;

@@ -424,5 +424,4 @@ fn disable_reason(class: Class) -> DisableReason {
 }
 
 #[cfg(test)]
-#[path = "engine_tests.rs"]
 mod tests;

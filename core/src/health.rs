@@ -12,6 +12,7 @@
 
 use core::time::Duration;
 
+use crate::config::within;
 use crate::error::ConfigError;
 use crate::time::{Monotonic, Timestamp, nanos_of};
 
@@ -191,9 +192,9 @@ impl SlaTargets {
     /// Checks that rates are within `[0, 1]`, latency targets above zero and `p95` not
     /// above `p99`.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        unit_fraction("sla.availability", self.availability)?;
+        within("sla.availability", self.availability, 0.0, 1.0)?;
         if let Some(rate) = self.max_error_rate {
-            unit_fraction("sla.max_error_rate", rate)?;
+            within("sla.max_error_rate", rate, 0.0, 1.0)?;
         }
         if self.p95.is_some_and(|d| d.is_zero()) {
             return Err(ConfigError::Zero { field: "sla.p95" });
@@ -210,19 +211,6 @@ impl SlaTargets {
             }
         }
         Ok(())
-    }
-}
-
-fn unit_fraction(field: &'static str, got: f64) -> Result<(), ConfigError> {
-    if (0.0..=1.0).contains(&got) {
-        Ok(())
-    } else {
-        Err(ConfigError::OutOfRange {
-            field,
-            min: 0.0,
-            max: 1.0,
-            got,
-        })
     }
 }
 
@@ -530,5 +518,4 @@ fn percentile(hist: &[u64; LATENCY_BINS], percent: u64) -> Option<Duration> {
 }
 
 #[cfg(test)]
-#[path = "health_tests.rs"]
 mod tests;

@@ -527,5 +527,4 @@ impl<'a> Cur<'a> {
 }
 
 #[cfg(test)]
-#[path = "hints_tests.rs"]
 mod tests;

@@ -610,5 +610,4 @@ mod memory {
 }
 
 #[cfg(test)]
-#[path = "idempotency_tests.rs"]
 mod tests;

@@ -71,6 +71,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod classify;
+mod config;
 pub mod duration;
 #[cfg(feature = "alloc")]
 pub mod engine;

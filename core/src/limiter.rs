@@ -78,6 +78,7 @@
 
 use core::time::Duration;
 
+use crate::config::{nonzero, within};
 use crate::error::ConfigError;
 use crate::hints::{Hints, RateWindow};
 use crate::time::{Timestamp, nanos_of};
@@ -129,35 +130,11 @@ impl Default for LimiterConfig {
 impl LimiterConfig {
     /// Checks the parameters; the error names the first bad field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.requests == Some(0) {
-            return Err(ConfigError::Zero {
-                field: "limiter.requests",
-            });
-        }
-        if self.tokens == Some(0) {
-            return Err(ConfigError::Zero {
-                field: "limiter.tokens",
-            });
-        }
-        if self.period.is_zero() {
-            return Err(ConfigError::Zero {
-                field: "limiter.period",
-            });
-        }
-        if !(0.0..=1.0).contains(&self.burst) {
-            return Err(ConfigError::OutOfRange {
-                field: "limiter.burst",
-                min: 0.0,
-                max: 1.0,
-                got: self.burst,
-            });
-        }
-        if self.max_in_flight == Some(0) {
-            return Err(ConfigError::Zero {
-                field: "limiter.max_in_flight",
-            });
-        }
-        Ok(())
+        nonzero(self.requests == Some(0), "limiter.requests")?;
+        nonzero(self.tokens == Some(0), "limiter.tokens")?;
+        nonzero(self.period.is_zero(), "limiter.period")?;
+        within("limiter.burst", self.burst, 0.0, 1.0)?;
+        nonzero(self.max_in_flight == Some(0), "limiter.max_in_flight")
     }
 }
 
@@ -511,5 +488,4 @@ fn wide(a: u64, b: u64) -> u128 {
 }
 
 #[cfg(test)]
-#[path = "limiter_tests.rs"]
 mod tests;

@@ -175,5 +175,4 @@ impl Policy {
 }
 
 #[cfg(test)]
-#[path = "policy_tests.rs"]
 mod tests;

@@ -695,5 +695,4 @@ impl ExactSizeIterator for Order<'_> {}
 impl core::iter::FusedIterator for Order<'_> {}
 
 #[cfg(all(test, feature = "alloc"))]
-#[path = "pool_tests.rs"]
 mod tests;

@@ -11,10 +11,8 @@
 
 use core::time::Duration;
 
-use rand_core::Rng;
-
 use crate::backoff::{Backoff, BackoffConfig};
-use crate::classify::{ClassifyConfig, Failure, Scope, Verdict};
+use crate::classify::{Failure, Scope, Verdict};
 use crate::error::UsageError;
 use crate::hints::Hints;
 use crate::idempotency::IdempotencyKey;
@@ -23,13 +21,15 @@ use crate::outcome::{Outcome, Phase, Transport, TransportKind};
 use crate::ring::Ring;
 use crate::time::{Monotonic, Timestamp};
 
-#[path = "retry_config.rs"]
 mod config;
-#[path = "retry_events.rs"]
 mod events;
+mod gate;
+mod single;
 
 pub use config::RetryConfig;
 pub use events::CallEvent;
+pub use gate::{Admit, Avoid, Gate, Grant, Query, Report, WaitCause};
+pub use single::SingleEndpoint;
 
 /// What the driver must do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,113 +158,6 @@ impl core::fmt::Display for GiveUpReason {
             GiveUpReason::Cancelled => f.write_str("cancelled"),
         }
     }
-}
-
-/// What a gate is asked before each attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Query {
-    /// The number the attempt will have (1 for the first; >1 is a retry).
-    pub attempt: u32,
-    /// What the last failure rules out, and until when.
-    pub avoid: Option<Avoid>,
-    /// The call's estimated token cost (for token rate limits).
-    pub tokens: u64,
-    /// Whether to wait for an open breaker (instead of giving up at once).
-    pub hold_on_breaker: bool,
-}
-
-/// A target the last failure rules out until an instant: the whole endpoint for an
-/// endpoint-scope failure, the one key for a key or throttle failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Avoid {
-    /// The target that failed.
-    pub target: Target,
-    /// The failure's scope: [`Scope::Endpoint`] avoids the endpoint, else the key.
-    pub scope: Scope,
-    /// No attempt goes there before this instant ([`Timestamp::MAX`]: never).
-    pub until: Timestamp,
-    /// Why the wait: a backoff, a server hint, or a hint too long to honour.
-    pub cause: WaitCause,
-}
-
-impl Avoid {
-    /// Whether `target` is ruled out at `now`.
-    pub fn rules_out(&self, now: Timestamp, target: Target) -> bool {
-        let same = match self.scope {
-            Scope::Endpoint => target.endpoint == self.target.endpoint,
-            _ => target == self.target,
-        };
-        same && now < self.until
-    }
-}
-
-/// Why an attempt must wait; decides the give-up reason when the wait passes the deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitCause {
-    /// Exponential backoff.
-    Backoff,
-    /// A server hint (`Retry-After`, a rate-limit reset, a key cooling down).
-    Hint(Duration),
-    /// An open breaker.
-    Breaker,
-    /// The client-side rate limiter.
-    RateLimit,
-    /// Every slot for calls in flight is taken.
-    Busy,
-}
-
-/// A gate's answer before an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
-    /// Go now, with this grant.
-    Go(Grant),
-    /// Nothing can go before this instant.
-    NotBefore(Timestamp, WaitCause),
-    /// Nothing will ever go: give up.
-    Refuse(GiveUpReason),
-}
-
-/// What a gate granted: the target, and what it must be told back at the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// Where the attempt goes.
-    pub target: Target,
-    /// Whether it holds a half-open breaker's probe slot.
-    pub probe: bool,
-    /// Tokens charged to the limiter.
-    pub tokens: u64,
-}
-
-/// What a gate is told after an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
-    /// The grant the attempt went out with.
-    pub grant: Grant,
-    /// How it went.
-    pub verdict: Verdict,
-    /// From send to outcome.
-    pub latency: Duration,
-    /// The server's hints, when it answered.
-    pub hints: Hints,
-    /// Tokens the request really used, when known.
-    pub tokens_used: Option<u64>,
-    /// When this call will try the same target again, after a throttle or failure.
-    pub retry_at: Option<Timestamp>,
-}
-
-/// The shared machines a [`Call`] consults: one seam, asked before each attempt and told
-/// after it. [`SingleEndpoint`] is the simplest gate; the engine is the full one.
-pub trait Gate {
-    /// The RNG jitter is drawn from.
-    type Rng: Rng + ?Sized;
-    /// The classification rules.
-    fn classifier(&self) -> &ClassifyConfig;
-    /// The RNG.
-    fn rng(&mut self) -> &mut Self::Rng;
-    /// Before an attempt: where it may go, or until when it must wait, or never.
-    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit;
-    /// After an attempt: its outcome, for budgets, breakers, limiters, keys and health.
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -667,66 +560,5 @@ impl Call {
     }
 }
 
-/// The simplest [`Gate`]: one endpoint with one key, a retry budget, and the RNG.
-/// Key-scope failures leave it with no usable key.
-#[derive(Debug, Clone)]
-pub struct SingleEndpoint<R> {
-    classify: ClassifyConfig,
-    budget: crate::budget::RetryBudget,
-    rng: R,
-    key_disabled: bool,
-}
-
-impl<R: Rng> SingleEndpoint<R> {
-    /// A gate with these rules, this budget and this RNG.
-    pub fn new(classify: ClassifyConfig, budget: &crate::budget::BudgetConfig, rng: R) -> Self {
-        SingleEndpoint {
-            classify,
-            budget: crate::budget::RetryBudget::new(*budget),
-            rng,
-            key_disabled: false,
-        }
-    }
-}
-
-impl<R: Rng> Gate for SingleEndpoint<R> {
-    type Rng = R;
-
-    fn classifier(&self) -> &ClassifyConfig {
-        &self.classify
-    }
-
-    fn rng(&mut self) -> &mut R {
-        &mut self.rng
-    }
-
-    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
-        if self.key_disabled {
-            return Admit::Refuse(GiveUpReason::NoUsableKey);
-        }
-        let target = Target::default();
-        if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
-            return Admit::NotBefore(avoid.until, avoid.cause);
-        }
-        if query.attempt > 1 && !self.budget.try_withdraw(now) {
-            return Admit::Refuse(GiveUpReason::BudgetExhausted);
-        }
-        Admit::Go(Grant {
-            target,
-            probe: false,
-            tokens: query.tokens,
-        })
-    }
-
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
-        match report.verdict {
-            Verdict::Success => self.budget.on_success(now),
-            Verdict::Failure(f) if f.scope == Scope::Key => self.key_disabled = true,
-            Verdict::Failure(_) => {}
-        }
-    }
-}
-
 #[cfg(test)]
-#[path = "retry_tests.rs"]
 mod tests;

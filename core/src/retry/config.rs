@@ -4,6 +4,7 @@ use core::time::Duration;
 
 use rand_core::Rng;
 
+use crate::config::{nonzero, within};
 use crate::error::ConfigError;
 
 /// How one logical call retries.
@@ -82,31 +83,15 @@ impl Default for RetryConfig {
 impl RetryConfig {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let zero = |field| Err(ConfigError::Zero { field });
-        if self.max_attempts == 0 {
-            return zero("retry.max_attempts");
-        }
-        if self.deadline == Some(Duration::ZERO) {
-            return zero("retry.deadline");
-        }
-        if self.attempt_timeout.is_zero() {
-            return zero("retry.attempt_timeout");
-        }
-        if self.connect_timeout.is_zero() {
-            return zero("retry.connect_timeout");
-        }
-        if self.first_event_timeout == Some(Duration::ZERO) {
-            return zero("retry.first_event_timeout");
-        }
-        if !(0.0..=1.0).contains(&self.hint_jitter) {
-            return Err(ConfigError::OutOfRange {
-                field: "retry.hint_jitter",
-                min: 0.0,
-                max: 1.0,
-                got: self.hint_jitter,
-            });
-        }
-        Ok(())
+        nonzero(self.max_attempts == 0, "retry.max_attempts")?;
+        nonzero(self.deadline == Some(Duration::ZERO), "retry.deadline")?;
+        nonzero(self.attempt_timeout.is_zero(), "retry.attempt_timeout")?;
+        nonzero(self.connect_timeout.is_zero(), "retry.connect_timeout")?;
+        nonzero(
+            self.first_event_timeout == Some(Duration::ZERO),
+            "retry.first_event_timeout",
+        )?;
+        within("retry.hint_jitter", self.hint_jitter, 0.0, 1.0)
     }
 
     /// The positive jitter added to a hinted wait: uniform in

@@ -44,14 +44,14 @@ mod serde_tests {
     use alloc::string::ToString;
 
     /// The serialized default, as a config file would spell it.
-    const DEFAULT_TOML: &str = include_str!("policy_default.toml");
+    const DEFAULT_TOML: &str = include_str!("default.toml");
 
     #[test]
     fn the_default_serializes_to_the_snapshot() {
         let text = toml::to_string(&Policy::default()).unwrap();
         if std::env::var_os("STEADFAST_BLESS").is_some() {
             std::fs::write(
-                concat!(env!("CARGO_MANIFEST_DIR"), "/src/policy_default.toml"),
+                concat!(env!("CARGO_MANIFEST_DIR"), "/src/policy/default.toml"),
                 &text,
             )
             .unwrap();

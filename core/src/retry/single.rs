@@ -1,0 +1,69 @@
+//! The simplest gate: one endpoint, one key, a retry budget.
+
+use rand_core::Rng;
+
+use super::{Admit, Gate, GiveUpReason, Grant, Query, Report};
+use crate::budget::{BudgetConfig, RetryBudget};
+use crate::classify::{ClassifyConfig, Scope, Verdict};
+use crate::ids::Target;
+use crate::time::Timestamp;
+
+/// The simplest [`Gate`]: one endpoint with one key, a retry budget, and the RNG.
+/// Key-scope failures leave it with no usable key.
+#[derive(Debug, Clone)]
+pub struct SingleEndpoint<R> {
+    classify: ClassifyConfig,
+    budget: RetryBudget,
+    rng: R,
+    key_disabled: bool,
+}
+
+impl<R: Rng> SingleEndpoint<R> {
+    /// A gate with these rules, this budget and this RNG.
+    pub fn new(classify: ClassifyConfig, budget: &BudgetConfig, rng: R) -> Self {
+        SingleEndpoint {
+            classify,
+            budget: RetryBudget::new(*budget),
+            rng,
+            key_disabled: false,
+        }
+    }
+}
+
+impl<R: Rng> Gate for SingleEndpoint<R> {
+    type Rng = R;
+
+    fn classifier(&self) -> &ClassifyConfig {
+        &self.classify
+    }
+
+    fn rng(&mut self) -> &mut R {
+        &mut self.rng
+    }
+
+    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
+        if self.key_disabled {
+            return Admit::Refuse(GiveUpReason::NoUsableKey);
+        }
+        let target = Target::default();
+        if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
+            return Admit::NotBefore(avoid.until, avoid.cause);
+        }
+        if query.attempt > 1 && !self.budget.try_withdraw(now) {
+            return Admit::Refuse(GiveUpReason::BudgetExhausted);
+        }
+        Admit::Go(Grant {
+            target,
+            probe: false,
+            tokens: query.tokens,
+        })
+    }
+
+    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
+        match report.verdict {
+            Verdict::Success => self.budget.on_success(now),
+            Verdict::Failure(f) if f.scope == Scope::Key => self.key_disabled = true,
+            Verdict::Failure(_) => {}
+        }
+    }
+}
