@@ -9,10 +9,13 @@ use std::time::Duration;
 /// The behaviour applied to every API request that no scripted fault claims.
 ///
 /// Where a scenario draws at random, the draw is a pure function of the seed, the
-/// request's identity (its `Idempotency-Key`, or its body when it has none) and how
-/// many times that identity was seen before (`k`, 0 for the first attempt); the
-/// failure probability is [`MockConfig::fault_rate`] / 2^k, so a client that retries
-/// 4+ times nearly always gets through.
+/// request's identity (its `Idempotency-Key`, or its path and body when it has none)
+/// and how many times that identity was seen before, never of arrival order. The
+/// failure probability is [`MockConfig::fault_rate`] / 2^k where k counts the
+/// identity's failed attempts since its last success (for a keyed request: its
+/// attempts so far, as a success is then replayed), so a client that retries 4+ times
+/// nearly always gets through, while unkeyed requests with equal bodies keep failing
+/// at the full rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Scenario {
     /// Every request succeeds.
@@ -174,7 +177,7 @@ pub struct MockConfig {
     /// The port to bind on 127.0.0.1; 0 picks a free one. Default: 0.
     pub port: u16,
     /// The failure probability of a first attempt in the mixed scenarios (`flaky`,
-    /// `reset`, `malformed`, `hang`, `stream-cut`); the k-th repeat of the same
+    /// `reset`, `malformed`, `hang`, `stream-cut`); after k failures in a row the same
     /// identity fails with `fault_rate / 2^k`. Default: 0.3.
     pub fault_rate: f64,
     /// `outage`: how long after the start the outage lasts. Default: 3 s.

@@ -114,7 +114,8 @@ struct State {
     stats: StatsState,
     idem: HashMap<String, Idem>,
     idem_order: VecDeque<String>,
-    seen: HashMap<u64, u64>,
+    /// Per request identity: (requests seen, failures since its last success).
+    seen: HashMap<u64, (u64, u64)>,
     scenario_requests: u64,
     buckets: HashMap<String, Bucket>,
 }
@@ -426,10 +427,10 @@ impl Shared {
         if st.seen.len() >= self.config.max_keys.max(1) && !st.seen.contains_key(&identity) {
             st.seen.clear();
         }
-        let seen_before = {
-            let n = st.seen.entry(identity).or_insert(0);
-            let before = *n;
-            *n += 1;
+        let (seen_before, failures_before) = {
+            let entry = st.seen.entry(identity).or_insert((0, 0));
+            let before = *entry;
+            entry.0 += 1;
             before
         };
         let mut rng = request_rng(self.config.seed, identity, seen_before);
@@ -448,12 +449,18 @@ impl Shared {
                 provider,
                 api_key,
                 &mut rng,
-                seen_before,
+                failures_before,
                 &request_id,
             ),
         };
         if let Some(label) = label {
             st.stats.fault(label);
+        }
+        if let Some(entry) = st.seen.get_mut(&identity) {
+            entry.1 = match verdict {
+                Verdict::Success { .. } => 0,
+                _ => failures_before + 1,
+            };
         }
 
         let mut completion = idem_key.map(|key| Completion {
@@ -648,7 +655,7 @@ impl Shared {
         provider: Provider,
         api_key: &str,
         rng: &mut ChaCha8Rng,
-        seen_before: u64,
+        failures_before: u64,
         request_id: &str,
     ) -> (Verdict, Option<&'static str>) {
         let cfg = &self.config;
@@ -703,7 +710,7 @@ impl Shared {
             );
         }
         let fails = |rng: &mut ChaCha8Rng| {
-            let p = cfg.fault_rate * 0.5f64.powi(seen_before.min(60) as i32);
+            let p = cfg.fault_rate * 0.5f64.powi(failures_before.min(60) as i32);
             unit(rng) < p
         };
         match scenario {

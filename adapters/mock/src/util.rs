@@ -154,6 +154,11 @@ pub(crate) fn ceil_millis(d: Duration) -> u128 {
     }
 }
 
+/// `a / b` rounded up (`b` > 0).
+pub(crate) fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,9 +201,4 @@ mod tests {
         assert_eq!(alnum_id(5, 24), alnum_id(5, 24));
         assert_eq!(alnum_id(5, 24).len(), 24);
     }
-}
-
-/// `a / b` rounded up (`b` > 0).
-pub(crate) fn ceil_div(a: u64, b: u64) -> u64 {
-    a.div_ceil(b.max(1))
 }
