@@ -71,6 +71,7 @@ use rand_core::Rng;
 
 use crate::config::{fraction, nonzero, ordered, within};
 use crate::error::ConfigError;
+use crate::ring::Ring;
 use crate::time::{Monotonic, Timestamp, nanos_of};
 
 /// The number of buckets of the sliding window.
@@ -78,7 +79,6 @@ pub const BUCKETS: usize = 16;
 
 /// How many transition events are kept when the caller does not drain them.
 pub const EVENT_CAPACITY: usize = 8;
-const EVENT_MASK: usize = 7;
 
 /// The sliding window over which the failure and slow-call rates are measured.
 ///
@@ -349,11 +349,7 @@ pub struct Breaker {
     time_window: bool,
     width_ns: u64,
     bucket_end: u64,
-    // Event ring.
-    events: [BreakerEvent; EVENT_CAPACITY],
-    event_head: usize,
-    event_len: usize,
-    dropped: u64,
+    events: Ring<BreakerEvent, EVENT_CAPACITY>,
 }
 
 impl Breaker {
@@ -379,11 +375,6 @@ impl Breaker {
             }
         };
         let open_for_ns = nanos_of(config.open_for);
-        let idle = BreakerEvent {
-            at: Timestamp::ZERO,
-            from: StateKind::Closed,
-            to: StateKind::Closed,
-        };
         Breaker {
             config: *config,
             state: BreakerState::Closed,
@@ -410,10 +401,7 @@ impl Breaker {
             time_window,
             width_ns,
             bucket_end: width_ns,
-            events: [idle; EVENT_CAPACITY],
-            event_head: 0,
-            event_len: 0,
-            dropped: 0,
+            events: Ring::new(),
         }
     }
 
@@ -523,13 +511,7 @@ impl Breaker {
 
     /// The next transition event, oldest first.
     pub fn poll_event(&mut self) -> Option<BreakerEvent> {
-        if self.event_len == 0 {
-            return None;
-        }
-        let event = self.events.get(self.event_head).copied();
-        self.event_head = self.event_head.wrapping_add(1) & EVENT_MASK;
-        self.event_len = self.event_len.saturating_sub(1);
-        event
+        self.events.pop()
     }
 
     /// When open: the instant it may become half-open. Otherwise `None`.
@@ -547,7 +529,7 @@ impl Breaker {
 
     /// How many events were dropped because the caller did not drain them in time.
     pub fn dropped_events(&self) -> u64 {
-        self.dropped
+        self.events.dropped()
     }
 
     /// Probes permitted and not yet reported.
@@ -705,16 +687,7 @@ impl Breaker {
             to: to.kind(),
         };
         self.state = to;
-        if self.event_len >= EVENT_CAPACITY {
-            self.event_head = self.event_head.wrapping_add(1) & EVENT_MASK;
-            self.event_len = self.event_len.saturating_sub(1);
-            self.dropped = self.dropped.saturating_add(1);
-        }
-        let slot = self.event_head.wrapping_add(self.event_len) & EVENT_MASK;
-        if let Some(e) = self.events.get_mut(slot) {
-            *e = event;
-        }
-        self.event_len = self.event_len.saturating_add(1);
+        self.events.push(event);
     }
 }
 
