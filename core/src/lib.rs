@@ -88,3 +88,8 @@ pub mod retry;
 pub mod ring;
 pub mod rng;
 pub mod time;
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
