@@ -7,7 +7,10 @@ pub const ALL: [(&str, &str); 7] = [
     ("steady", include_str!("../scenarios/steady.toml")),
     ("flaky", include_str!("../scenarios/flaky.toml")),
     ("outage", include_str!("../scenarios/outage.toml")),
-    ("ratelimit-storm", include_str!("../scenarios/ratelimit-storm.toml")),
+    (
+        "ratelimit-storm",
+        include_str!("../scenarios/ratelimit-storm.toml"),
+    ),
     ("brownout", include_str!("../scenarios/brownout.toml")),
     (
         "provider-failover",

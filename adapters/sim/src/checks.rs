@@ -94,7 +94,10 @@ impl core::fmt::Display for Violation {
                 write!(f, "call {call} made attempt {attempt}, more than allowed")
             }
             Violation::BreakerDenied { call, at, endpoint } => {
-                write!(f, "call {call} sent to {endpoint} at {at} while its breaker denied")
+                write!(
+                    f,
+                    "call {call} sent to {endpoint} at {at} while its breaker denied"
+                )
             }
             Violation::DisabledKey { call, at, target } => {
                 write!(f, "call {call} used disabled key {target} at {at}")
@@ -103,14 +106,20 @@ impl core::fmt::Display for Violation {
                 write!(f, "call {call} used cooling key {target} at {at}")
             }
             Violation::BeforeBackoff { call, at, until } => {
-                write!(f, "call {call} retried an endpoint at {at}, ruled out until {until}")
+                write!(
+                    f,
+                    "call {call} retried an endpoint at {at}, ruled out until {until}"
+                )
             }
             Violation::BeforeHint {
                 call,
                 at,
                 target,
                 until,
-            } => write!(f, "call {call} sent to {target} at {at}, hinted not before {until}"),
+            } => write!(
+                f,
+                "call {call} sent to {target} at {at}, hinted not before {until}"
+            ),
         }
     }
 }
@@ -174,7 +183,10 @@ impl Checks {
             });
         }
         let target = attempt.target;
-        if let Some(&until) = self.hinted.get(usize::from(target.endpoint.0)).and_then(|k| k.get(usize::from(target.key.0)))
+        if let Some(&until) = self
+            .hinted
+            .get(usize::from(target.endpoint.0))
+            .and_then(|k| k.get(usize::from(target.key.0)))
             && now < until
         {
             self.violations.push(Violation::BeforeHint {

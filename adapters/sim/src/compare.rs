@@ -87,10 +87,30 @@ fn metrics() -> [Metric; 14] {
     use Unit::{Count, Fraction, Millis, Ratio};
     [
         ("success rate", |r| r.success_rate, Higher, Fraction),
-        ("gave up", |r| r.give_ups.values().sum::<u64>() as f64, Lower, Count),
-        ("attempts per call", |r| r.attempts_per_call.mean, Lower, Ratio),
-        ("most attempts", |r| f64::from(r.attempts_per_call.max), Neither, Count),
-        ("upstream requests", |r| r.upstream_requests as f64, Lower, Count),
+        (
+            "gave up",
+            |r| r.give_ups.values().sum::<u64>() as f64,
+            Lower,
+            Count,
+        ),
+        (
+            "attempts per call",
+            |r| r.attempts_per_call.mean,
+            Lower,
+            Ratio,
+        ),
+        (
+            "most attempts",
+            |r| f64::from(r.attempts_per_call.max),
+            Neither,
+            Count,
+        ),
+        (
+            "upstream requests",
+            |r| r.upstream_requests as f64,
+            Lower,
+            Count,
+        ),
         ("amplification", |r| r.amplification, Lower, Ratio),
         (
             "requests in outages",
@@ -104,11 +124,21 @@ fn metrics() -> [Metric; 14] {
         ("latency max", |r| r.latency_ms.max, Lower, Millis),
         (
             "breaker trips",
-            |r| r.breaker_transitions.iter().filter(|t| t.to == "open").count() as f64,
+            |r| {
+                r.breaker_transitions
+                    .iter()
+                    .filter(|t| t.to == "open")
+                    .count() as f64
+            },
             Neither,
             Count,
         ),
-        ("budget exhausted", |r| r.budget_exhausted as f64, Lower, Count),
+        (
+            "budget exhausted",
+            |r| r.budget_exhausted as f64,
+            Lower,
+            Count,
+        ),
         (
             "key cooldowns",
             |r| r.keys.iter().map(|k| k.cooldowns).sum::<u64>() as f64,
@@ -128,7 +158,13 @@ fn show(unit: Unit, v: f64) -> String {
 }
 
 fn show_delta(unit: Unit, d: f64) -> String {
-    let sign = if d > 0.0 { "+" } else if d < 0.0 { "-" } else { "" };
+    let sign = if d > 0.0 {
+        "+"
+    } else if d < 0.0 {
+        "-"
+    } else {
+        ""
+    };
     let m = d.abs();
     match unit {
         Unit::Fraction => format!("{sign}{:.2} pp", m * 100.0),

@@ -60,20 +60,15 @@ impl Dist {
             Dist::Fixed(_) => Ok(()),
             Dist::Uniform { min, max } if min > max => Err((
                 "uniform.min",
-                format!(
-                    "{} is greater than max ({})",
-                    human(min),
-                    human(max)
-                ),
+                format!("{} is greater than max ({})", human(min), human(max)),
             )),
             Dist::Uniform { .. } => Ok(()),
             Dist::Lognormal { median, .. } if median.is_zero() => {
                 Err(("lognormal.median", "must be greater than zero".into()))
             }
-            Dist::Lognormal { sigma, .. } if !(0.0..=5.0).contains(&sigma) => Err((
-                "lognormal.sigma",
-                format!("{sigma} is outside [0, 5]"),
-            )),
+            Dist::Lognormal { sigma, .. } if !(0.0..=5.0).contains(&sigma) => {
+                Err(("lognormal.sigma", format!("{sigma} is outside [0, 5]")))
+            }
             Dist::Lognormal { .. } => Ok(()),
         }
     }

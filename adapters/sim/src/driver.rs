@@ -186,8 +186,7 @@ impl Driver {
                 }
                 Ev::Wake(slot) => self.drive(slot, now),
                 Ev::Answer(slot) => {
-                    let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut)
-                    else {
+                    let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                         continue;
                     };
                     if let Some((id, outcome, log)) = a.pending.take() {
@@ -319,7 +318,6 @@ impl Driver {
             }
         }
     }
-
 }
 
 fn drain_events(engine: &mut Engine, run: &mut Run) {

@@ -227,10 +227,16 @@ impl Report {
         let mut give_ups = BTreeMap::new();
         for c in &run.calls {
             if let Finish::GaveUp(g) = c.finish {
-                *give_ups.entry(reason_name(&g.reason).to_string()).or_insert(0) += 1;
+                *give_ups
+                    .entry(reason_name(&g.reason).to_string())
+                    .or_insert(0) += 1;
             }
         }
-        let attempts: u64 = run.calls.iter().map(|c| u64::from(c.finish.attempts())).sum();
+        let attempts: u64 = run
+            .calls
+            .iter()
+            .map(|c| u64::from(c.finish.attempts()))
+            .sum();
         let mut latencies: Vec<u64> = run
             .calls
             .iter()
@@ -265,7 +271,12 @@ impl Report {
             give_ups,
             attempts_per_call: Attempts {
                 mean: per_call(attempts),
-                max: run.calls.iter().map(|c| c.finish.attempts()).max().unwrap_or(0),
+                max: run
+                    .calls
+                    .iter()
+                    .map(|c| c.finish.attempts())
+                    .max()
+                    .unwrap_or(0),
             },
             upstream_requests: run.requests.len() as u64,
             amplification: per_call(run.requests.len() as u64),

@@ -51,7 +51,10 @@ fn fraction(field: String, v: f64) -> Result<(), ScenarioError> {
     if (0.0..=1.0).contains(&v) {
         Ok(())
     } else {
-        Err(ScenarioError::invalid(field, format!("{v} is outside [0, 1]")))
+        Err(ScenarioError::invalid(
+            field,
+            format!("{v} is outside [0, 1]"),
+        ))
     }
 }
 
@@ -197,7 +200,10 @@ fn check_endpoint(at: &str, e: &EndpointSpec, tokens: u64) -> Result<(), Scenari
         if b.key >= e.keys {
             return Err(ScenarioError::invalid(
                 format!("{at}.bad_keys[{j}].key"),
-                format!("{} is not a key of this endpoint (it has {})", b.key, e.keys),
+                format!(
+                    "{} is not a key of this endpoint (it has {})",
+                    b.key, e.keys
+                ),
             ));
         }
     }

@@ -143,7 +143,12 @@ pub fn render(runs: &[(&Run, &Report)]) -> String {
         let tl = &r.timeline;
         scale.end_s = scale.end_s.max(tl.give_ups.len() as f64 * tl.bucket_s);
         for (i, lane) in tl.endpoints.iter().enumerate() {
-            let top = lane.buckets.iter().map(|b| b.iter().sum::<u64>()).max().unwrap_or(0);
+            let top = lane
+                .buckets
+                .iter()
+                .map(|b| b.iter().sum::<u64>())
+                .max()
+                .unwrap_or(0);
             if let Some(m) = scale.lane_max.get_mut(i) {
                 *m = m.max(top as f64 / tl.bucket_s);
             }
@@ -197,7 +202,14 @@ fn legend(svg: &mut Svg) {
     for s in [StateKind::Closed, StateKind::HalfOpen, StateKind::Open] {
         y += 17.0;
         svg.rect(x, y - 10.0, 12.0, 12.0, state_colour(s));
-        svg.text(x + 18.0, y, 12.0, "start", "normal", &report::state_name(s).replace('_', "-"));
+        svg.text(
+            x + 18.0,
+            y,
+            12.0,
+            "start",
+            "normal",
+            &report::state_name(s).replace('_', "-"),
+        );
     }
     y += 28.0;
     svg.rect(x, y - 10.0, 12.0, 12.0, GIVE_UP_COLOUR);
@@ -209,14 +221,25 @@ fn panel(svg: &mut Svg, s: &Scale, run: &Run, r: &Report, mut y: f64, named: boo
     y += 22.0;
     let head = format!(
         "{}{} calls \u{b7} {:.2}% succeeded \u{b7} {} upstream requests ({:.2} per call) \u{b7} p99 {:.2} s",
-        if named { format!("policy {}: ", r.policy) } else { String::new() },
+        if named {
+            format!("policy {}: ", r.policy)
+        } else {
+            String::new()
+        },
         r.calls,
         r.success_rate * 100.0,
         r.upstream_requests,
         r.amplification,
         r.latency_ms.p99 / 1000.0
     );
-    svg.text(LEFT, y, 13.0, "start", if named { "bold" } else { "normal" }, &head);
+    svg.text(
+        LEFT,
+        y,
+        13.0,
+        "start",
+        if named { "bold" } else { "normal" },
+        &head,
+    );
     y += 14.0;
     let tl = &r.timeline;
     let bw = s.plot_w * tl.bucket_s / s.end_s;
@@ -230,9 +253,13 @@ fn panel(svg: &mut Svg, s: &Scale, run: &Run, r: &Report, mut y: f64, named: boo
                 svg.rect(x0, top, x1 - x0, LANE, OUTAGE_COLOUR);
             }
             // One label per window; windows with the same span share it.
-            let mut spans: Vec<(core::time::Duration, core::time::Duration, Vec<String>)> = Vec::new();
+            let mut spans: Vec<(core::time::Duration, core::time::Duration, Vec<String>)> =
+                Vec::new();
             for o in &spec.outages {
-                match spans.iter_mut().find(|(a, b, _)| (*a, *b) == (o.start, o.end)) {
+                match spans
+                    .iter_mut()
+                    .find(|(a, b, _)| (*a, *b) == (o.start, o.end))
+                {
                     Some((_, _, labels)) => labels.push(outage_label(o)),
                     None => spans.push((o.start, o.end, vec![outage_label(o)])),
                 }
@@ -259,14 +286,27 @@ fn panel(svg: &mut Svg, s: &Scale, run: &Run, r: &Report, mut y: f64, named: boo
         y = bottom + 4.0 + BAND + 16.0;
     }
     let (top, bottom) = (y, y + GIVE_UPS);
-    y_axis(svg, top, bottom, s.give_up_max, "/s");
+    y_axis(svg, top, bottom, s.give_up_max, "calls/s");
     for (b, n) in tl.give_ups.iter().enumerate() {
         let h = *n as f64 / tl.bucket_s / s.give_up_max * GIVE_UPS;
-        svg.rect(s.x(b as f64 * tl.bucket_s) + 0.5, bottom - h, (bw - 1.0).max(0.5), h, GIVE_UP_COLOUR);
+        svg.rect(
+            s.x(b as f64 * tl.bucket_s) + 0.5,
+            bottom - h,
+            (bw - 1.0).max(0.5),
+            h,
+            GIVE_UP_COLOUR,
+        );
     }
     svg.line(LEFT, bottom, LEFT + s.plot_w, bottom, "#616161");
     let gave_up: u64 = tl.give_ups.iter().sum();
-    svg.text(LEFT + 6.0, top + 12.0, 12.0, "start", "bold", &format!("give-ups ({gave_up})"));
+    svg.text(
+        LEFT + 6.0,
+        top + 12.0,
+        12.0,
+        "start",
+        "bold",
+        &format!("give-ups ({gave_up})"),
+    );
     bottom + GAP
 }
 
@@ -306,7 +346,11 @@ fn breaker_band(svg: &mut Svg, s: &Scale, run: &Run, endpoint: usize, y: f64) {
     let mut state = StateKind::Closed;
     let mut since = 0.0;
     let mut segments = Vec::new();
-    for (_, ev) in run.breaker.iter().filter(|(e, _)| usize::from(e.0) == endpoint) {
+    for (_, ev) in run
+        .breaker
+        .iter()
+        .filter(|(e, _)| usize::from(e.0) == endpoint)
+    {
         let at = ev.at.as_nanos() as f64 / 1e9;
         segments.push((since, at, state));
         state = ev.to;
@@ -317,7 +361,11 @@ fn breaker_band(svg: &mut Svg, s: &Scale, run: &Run, endpoint: usize, y: f64) {
     segments.sort_by_key(|(_, _, st)| *st == StateKind::HalfOpen);
     for (from, to, st) in segments {
         let (x0, x1) = (s.x(from), s.x(to));
-        let w = if st == StateKind::HalfOpen { (x1 - x0).max(2.0) } else { x1 - x0 };
+        let w = if st == StateKind::HalfOpen {
+            (x1 - x0).max(2.0)
+        } else {
+            x1 - x0
+        };
         svg.rect(x0, y, w, BAND, state_colour(st));
     }
     svg.text(LEFT - 7.0, y + BAND - 2.0, 10.0, "end", "normal", "breaker");
@@ -333,5 +381,12 @@ fn axis(svg: &mut Svg, s: &Scale, y: f64) {
         svg.text(x, y + 15.0, 11.0, "middle", "normal", &fmt_num(t));
         t += step;
     }
-    svg.text(LEFT + s.plot_w / 2.0, y + 32.0, 12.0, "middle", "normal", "time since start (s)");
+    svg.text(
+        LEFT + s.plot_w / 2.0,
+        y + 32.0,
+        12.0,
+        "middle",
+        "normal",
+        "time since start (s)",
+    );
 }

@@ -120,7 +120,12 @@ pub fn render(r: &Report) -> String {
         "requests per call".to_string(),
     ]);
     let l = r.latency_ms;
-    for (name, v) in [("p50", l.p50), ("p95", l.p95), ("p99", l.p99), ("max", l.max)] {
+    for (name, v) in [
+        ("p50", l.p50),
+        ("p95", l.p95),
+        ("p99", l.p99),
+        ("max", l.max),
+    ] {
         t.row([format!("latency {name}"), ms(v)]);
     }
     t.row([
@@ -154,10 +159,9 @@ pub fn render(r: &Report) -> String {
     let mut t = Table::new();
     t.row(["key", "requests", "cooldowns", "disabled"]);
     for k in &r.keys {
-        let disabled = k
-            .disabled
-            .as_ref()
-            .map_or("-".to_string(), |d| format!("{} at {:.3} s", d.reason, d.at_s));
+        let disabled = k.disabled.as_ref().map_or("-".to_string(), |d| {
+            format!("{} at {:.3} s", d.reason, d.at_s)
+        });
         t.row([
             format!("{}#{}", k.endpoint, k.key),
             k.requests.to_string(),

@@ -285,10 +285,26 @@ impl Server {
         let reset_at = WALL_START + (index + 1) * 60;
         let api = self.spec.api;
         if let Some(l) = rpm {
-            push_window(api, "requests", l, l.saturating_sub(w.requests), reset, reset_at, headers);
+            push_window(
+                api,
+                "requests",
+                l,
+                l.saturating_sub(w.requests),
+                reset,
+                reset_at,
+                headers,
+            );
         }
         if let Some(l) = tpm {
-            push_window(api, "tokens", l, l.saturating_sub(w.tokens), reset, reset_at, headers);
+            push_window(
+                api,
+                "tokens",
+                l,
+                l.saturating_sub(w.tokens),
+                reset,
+                reset_at,
+                headers,
+            );
         }
         if fits {
             return None;

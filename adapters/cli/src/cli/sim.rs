@@ -122,7 +122,10 @@ fn load_scenario(which: &str) -> Result<Scenario, String> {
     }
     let path = Path::new(which);
     if !path.exists() {
-        return Err(format!("{}, and no file {which} exists", unknown_builtin(which)));
+        return Err(format!(
+            "{}, and no file {which} exists",
+            unknown_builtin(which)
+        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {which}: {e}"))?;
     let mut scenario = Scenario::from_toml(&text).map_err(|e| format!("{which}: {e}"))?;
@@ -133,8 +136,10 @@ fn load_scenario(which: &str) -> Result<Scenario, String> {
 }
 
 fn file_stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
 }
 
 /// The policy in `path` and its label, or the defaults.
