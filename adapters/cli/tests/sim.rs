@@ -1,0 +1,284 @@
+//! `steadfast sim` as a user runs it: the real binary, its stdout, stderr and exit code.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn steadfast(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = steadfast(args);
+    assert!(
+        out.status.success(),
+        "steadfast {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn failure(args: &[&str]) -> String {
+    let out = steadfast(args);
+    assert!(!out.status.success(), "steadfast {args:?} should fail");
+    assert!(out.stdout.is_empty(), "nothing on stdout when failing");
+    String::from_utf8(out.stderr).expect("utf-8")
+}
+
+/// A scratch directory of this test binary's own.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("steadfast-cli-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+fn write(name: &str, text: &str) -> String {
+    let path = scratch(name);
+    std::fs::write(&path, text).expect("write");
+    path.display().to_string()
+}
+
+#[test]
+fn text_report_shows_the_figures() {
+    let out = stdout(&[
+        "sim",
+        "--scenario",
+        "outage",
+        "--calls",
+        "600",
+        "--seed",
+        "3",
+    ]);
+    assert!(out.starts_with("steadfast sim: scenario outage, policy default, seed 3\n"));
+    for needle in [
+        "succeeded",
+        "attempts per call",
+        "amplification",
+        "latency p99",
+        "breaker transitions",
+        "closed -> open",
+        "upstream requests per second",
+    ] {
+        assert!(out.contains(needle), "no `{needle}` in:\n{out}");
+    }
+}
+
+#[test]
+fn json_report_has_a_stable_key_order() {
+    let out = stdout(&["sim", "--scenario", "flaky", "--calls", "300", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(v["calls"], 300);
+    assert_eq!(v["scenario"], "flaky");
+    let keys: Vec<usize> = [
+        "\"scenario\"",
+        "\"policy\"",
+        "\"seed\"",
+        "\"calls\"",
+        "\"success_rate\"",
+        "\"give_ups\"",
+        "\"amplification\"",
+        "\"latency_ms\"",
+        "\"breaker_transitions\"",
+        "\"keys\"",
+        "\"timeline\"",
+    ]
+    .iter()
+    .map(|k| out.find(k).unwrap_or_else(|| panic!("no {k}")))
+    .collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+}
+
+#[test]
+fn same_arguments_same_bytes_and_seeds_differ() {
+    let a = [
+        "sim",
+        "--scenario",
+        "flaky",
+        "--calls",
+        "400",
+        "--seed",
+        "9",
+    ];
+    assert_eq!(stdout(&a), stdout(&a));
+    let j = ["sim", "--scenario", "flaky", "--calls", "400", "--json"];
+    assert_eq!(stdout(&j), stdout(&j));
+    let other = stdout(&[
+        "sim",
+        "--scenario",
+        "flaky",
+        "--calls",
+        "400",
+        "--seed",
+        "10",
+    ]);
+    assert_ne!(stdout(&a), other);
+}
+
+#[test]
+fn svg_is_written_and_deterministic() {
+    let (p1, p2) = (scratch("a.svg"), scratch("b.svg"));
+    for p in [&p1, &p2] {
+        let path = p.display().to_string();
+        stdout(&[
+            "sim",
+            "--scenario",
+            "outage",
+            "--calls",
+            "500",
+            "--svg",
+            &path,
+        ]);
+    }
+    let svg = std::fs::read_to_string(&p1).expect("svg written");
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("scenario outage"), "title");
+    assert!(svg.contains("give-ups"), "give-up lane");
+    assert!(svg.contains("half-open"), "legend");
+    assert_eq!(svg, std::fs::read_to_string(&p2).expect("svg"));
+}
+
+#[test]
+fn compare_mode_marks_better_and_worse() {
+    let guarded = write("guarded.toml", "preset = \"standard\"\n");
+    let naked = write(
+        "naked.toml",
+        "[breaker]\nenabled = false\n\n[budget]\nenabled = false\n",
+    );
+    let args = [
+        "sim",
+        "--scenario",
+        "outage",
+        "--calls",
+        "900",
+        "--config",
+        &guarded,
+        "--vs",
+        &naked,
+    ];
+    let out = stdout(&args);
+    assert!(out.contains("a: guarded"), "{out}");
+    assert!(out.contains("b: naked"), "{out}");
+    assert!(out.contains("b - a"), "{out}");
+    let line = |metric: &str| {
+        out.lines()
+            .find(|l| l.starts_with(metric))
+            .unwrap_or_else(|| panic!("no {metric} in {out}"))
+            .to_string()
+    };
+    assert!(line("requests in outages").ends_with(">> worse"), "{out}");
+    assert!(line("success rate").ends_with("<< better"), "{out}");
+    assert_eq!(out, stdout(&args));
+    let json = stdout(&[
+        "sim",
+        "--scenario",
+        "outage",
+        "--calls",
+        "300",
+        "--vs",
+        &naked,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["a"]["policy"], "default");
+    assert_eq!(v["b"]["policy"], "naked");
+    assert!(v["diff"].as_array().is_some_and(|d| !d.is_empty()));
+    let svg = scratch("cmp.svg");
+    let path = svg.display().to_string();
+    stdout(&[
+        "sim",
+        "--scenario",
+        "outage",
+        "--calls",
+        "300",
+        "--vs",
+        &naked,
+        "--svg",
+        &path,
+    ]);
+    let svg = std::fs::read_to_string(&svg).expect("svg");
+    assert!(svg.contains("policies default vs naked"));
+}
+
+#[test]
+fn a_printed_scenario_runs_as_a_file_with_the_same_report() {
+    let text = stdout(&["sim", "--print-scenario", "ratelimit-storm"]);
+    let file = write("storm.toml", &text);
+    let from_file = stdout(&["sim", "--scenario", &file, "--calls", "300"]);
+    let builtin = stdout(&["sim", "--scenario", "ratelimit-storm", "--calls", "300"]);
+    assert_eq!(from_file, builtin);
+    let list = stdout(&["sim", "--list"]);
+    for name in [
+        "steady",
+        "flaky",
+        "outage",
+        "ratelimit-storm",
+        "brownout",
+        "provider-failover",
+        "quota-exhausted-key",
+    ] {
+        assert!(list.contains(name), "{list}");
+    }
+}
+
+#[test]
+fn a_bad_scenario_file_names_the_field() {
+    let text = stdout(&["sim", "--print-scenario", "steady"])
+        .replace("rate_429 = 0.002", "rate_429 = 1.5");
+    let file = write("bad.toml", &text);
+    let err = failure(&["sim", "--scenario", &file]);
+    assert!(
+        err.contains("endpoints[0].faults.rate_429: 1.5 is outside [0, 1]"),
+        "{err}"
+    );
+    assert!(err.contains("bad.toml"), "names the file: {err}");
+    let typo = write(
+        "typo.toml",
+        &text.replace("rate_429 = 1.5", "rate_492 = 0.1"),
+    );
+    let err = failure(&["sim", "--scenario", &typo]);
+    assert!(err.contains("rate_492"), "{err}");
+    let err = failure(&["sim", "--scenario", "no-such-scenario"]);
+    assert!(
+        err.contains("no built-in scenario named `no-such-scenario`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_policy_names_the_file_and_the_field() {
+    let file = write("policy.toml", "[retry]\nhint_jitter = 3.0\n");
+    let err = failure(&["sim", "--scenario", "steady", "--config", &file]);
+    assert!(err.contains("policy.toml"), "{err}");
+    assert!(
+        err.contains("retry.hint_jitter: 3 is outside [0, 1]"),
+        "{err}"
+    );
+    let file = write("preset.toml", "preset = \"speedy\"\n");
+    let err = failure(&["sim", "--scenario", "steady", "--config", &file]);
+    assert!(err.contains("preset: `speedy` is not a preset"), "{err}");
+    let err = failure(&["sim", "--scenario", "steady", "--calls", "0"]);
+    assert!(err.contains("load.calls"), "{err}");
+}
+
+#[test]
+fn a_preset_policy_file_runs() {
+    let file = write(
+        "batch.toml",
+        "preset = \"batch\"\n\n[retry]\nmax_attempts = 6\n",
+    );
+    let out = stdout(&[
+        "sim",
+        "--scenario",
+        "outage",
+        "--calls",
+        "900",
+        "--config",
+        &file,
+    ]);
+    assert!(out.contains("policy batch"), "{out}");
+    // The batch preset holds while the breaker is open instead of failing fast.
+    assert!(!out.contains("breaker_open"), "{out}");
+}

@@ -1,0 +1,366 @@
+//! The virtual-time driver: calls arrive, queue for a concurrency slot, and run through
+//! the real core [`Engine`] against the simulated [`Upstream`]. Time jumps from event to
+//! event; events are ordered by `(instant, sequence number)`, so a run is a pure
+//! function of the scenario, the policy and the seed.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use steadfast_core::breaker::BreakerEvent;
+use steadfast_core::engine::{Engine, EngineEvent};
+use steadfast_core::ids::{AttemptId, EndpointId, Target};
+use steadfast_core::outcome::Outcome;
+use steadfast_core::policy::Policy;
+use steadfast_core::pool::PoolEvent;
+use steadfast_core::retry::{Call, Decision, Finish};
+use steadfast_core::rng::{self, unit_f64};
+use steadfast_core::time::Timestamp;
+
+use crate::checks::{Checked, Checks, Violation};
+use crate::scenario::{Arrival, Scenario};
+use crate::upstream::{Reply, Upstream};
+use crate::{SimError, split_seed};
+
+/// One request as the simulated server saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// When it was sent.
+    pub at: Timestamp,
+    /// The logical call (its arrival index).
+    pub call: u32,
+    /// The attempt number within the call (1 for the first).
+    pub attempt: u32,
+    /// Where it went.
+    pub target: Target,
+    /// What came of it.
+    pub reply: Reply,
+    /// When the answer reached the client (for a timeout: when the attempt timed out).
+    pub answered: Timestamp,
+    /// The wait a 429 asked for, exactly; the client must not send to the same key
+    /// before `answered + hint`.
+    pub hint: Option<core::time::Duration>,
+}
+
+/// One logical call, from arrival to finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallRecord {
+    /// When it arrived (and, if every slot was taken, began to queue).
+    pub arrived: Timestamp,
+    /// When it got a concurrency slot and started.
+    pub started: Timestamp,
+    /// When it finished.
+    pub finished: Timestamp,
+    /// How.
+    pub finish: Finish,
+}
+
+/// Everything a run produced; [`crate::Report`] summarises it.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The scenario run (with `--calls` applied).
+    pub scenario: Scenario,
+    /// The seed.
+    pub seed: u64,
+    /// Every upstream request, in sending order.
+    pub requests: Vec<Request>,
+    /// Every logical call, by arrival index.
+    pub calls: Vec<CallRecord>,
+    /// Breaker transitions, in order.
+    pub breaker: Vec<(EndpointId, BreakerEvent)>,
+    /// Key cooldowns, disables and enables, in order.
+    pub keys: Vec<PoolEvent>,
+    /// Invariant violations (only collected by [`crate::run_checked`]).
+    pub violations: Vec<Violation>,
+    /// Engine events lost because the ring overflowed (should be zero).
+    pub dropped_events: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Arrive(u32),
+    Wake(u32),
+    Answer(u32),
+}
+
+struct Active {
+    call_index: u32,
+    call: Call,
+    pending: Option<(AttemptId, Outcome, usize)>,
+}
+
+/// How many events a run may take per call before it is declared stuck.
+const EVENTS_PER_CALL: u64 = 100_000;
+
+pub(crate) struct Driver {
+    engine: Engine,
+    upstream: Upstream,
+    arrivals: Vec<Timestamp>,
+    heap: BinaryHeap<Reverse<(Timestamp, u64, Ev)>>,
+    seq: u64,
+    slots: Vec<Option<Active>>,
+    free: Vec<u32>,
+    queue: VecDeque<u32>,
+    concurrency: usize,
+    active: usize,
+    tokens: u64,
+    checks: Option<Checks>,
+    run: Run,
+    started: Vec<Timestamp>,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        scenario: &Scenario,
+        policy: &Policy,
+        seed: u64,
+        checked: bool,
+    ) -> Result<Driver, SimError> {
+        let specs: Vec<_> = scenario
+            .endpoints
+            .iter()
+            .map(|e| steadfast_core::engine::EndpointSpec::new(e.priority, e.keys))
+            .collect();
+        let mut engine_seed = [0u8; 32];
+        for (i, chunk) in engine_seed.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&split_seed(seed, i as u64).to_le_bytes());
+        }
+        let engine = Engine::new(policy.clone(), &specs, engine_seed).map_err(SimError::Policy)?;
+        let arrivals = arrivals(scenario, seed);
+        let calls = arrivals.len();
+        let checks = checked.then(|| Checks::new(scenario, policy));
+        Ok(Driver {
+            engine,
+            upstream: Upstream::new(scenario, seed),
+            arrivals,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            queue: VecDeque::new(),
+            concurrency: scenario.load.concurrency as usize,
+            active: 0,
+            tokens: scenario.load.tokens,
+            checks,
+            run: Run {
+                scenario: scenario.clone(),
+                seed,
+                requests: Vec::with_capacity(calls + calls / 2),
+                calls: Vec::with_capacity(calls),
+                breaker: Vec::new(),
+                keys: Vec::new(),
+                violations: Vec::new(),
+                dropped_events: 0,
+            },
+            started: vec![Timestamp::MAX; calls],
+        })
+    }
+
+    fn push(&mut self, at: Timestamp, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    pub(crate) fn run(mut self) -> Result<Run, SimError> {
+        if let Some(&first) = self.arrivals.first() {
+            self.push(first, Ev::Arrive(0));
+        }
+        let limit = (self.arrivals.len() as u64).saturating_mul(EVENTS_PER_CALL);
+        let mut events = 0u64;
+        while let Some(Reverse((now, _, ev))) = self.heap.pop() {
+            events += 1;
+            if events > limit {
+                return Err(SimError::Stuck { at: now });
+            }
+            match ev {
+                Ev::Arrive(i) => {
+                    let next = i as usize + 1;
+                    if let Some(&t) = self.arrivals.get(next) {
+                        self.push(t, Ev::Arrive(next as u32));
+                    }
+                    self.run.calls.push(placeholder_record(now));
+                    if self.active < self.concurrency {
+                        self.start(i, now);
+                    } else {
+                        self.queue.push_back(i);
+                    }
+                }
+                Ev::Wake(slot) => self.drive(slot, now),
+                Ev::Answer(slot) => {
+                    let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                        continue;
+                    };
+                    if let Some((id, outcome, log)) = a.pending.take() {
+                        let _ = a.call.on_outcome(now, id, outcome);
+                        if let (Some(c), Some(r)) = (&mut self.checks, self.run.requests.get(log)) {
+                            c.on_answer(r);
+                        }
+                    }
+                    self.drive(slot, now);
+                }
+            }
+        }
+        let unfinished = self
+            .run
+            .calls
+            .iter()
+            .position(|c| c.finished == Timestamp::MAX);
+        if self.run.calls.len() != self.arrivals.len() || unfinished.is_some() {
+            return Err(SimError::Unfinished {
+                call: unfinished.unwrap_or(self.run.calls.len()) as u32,
+            });
+        }
+        if let Some(c) = self.checks.take() {
+            self.run.violations = c.into_violations();
+        }
+        self.run.dropped_events = self.engine.dropped_events();
+        Ok(self.run)
+    }
+
+    fn start(&mut self, call_index: u32, now: Timestamp) {
+        self.active += 1;
+        self.started[call_index as usize] = now;
+        let call = self.engine.start_call(now, None).with_tokens(self.tokens);
+        let active = Active {
+            call_index,
+            call,
+            pending: None,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(active);
+                s
+            }
+            None => {
+                self.slots.push(Some(active));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.drive(slot, now);
+    }
+
+    /// Polls the call in `slot` until it sends, waits or finishes; a finished call's
+    /// slot goes to the next queued call, which is driven in turn.
+    fn drive(&mut self, mut slot: u32, now: Timestamp) {
+        loop {
+            let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return;
+            };
+            let decision = match &mut self.checks {
+                Some(c) => {
+                    let mut gate = Checked::new(&mut self.engine, c, a.call_index);
+                    a.call.poll_decision(now, &mut gate)
+                }
+                None => a.call.poll_decision(now, &mut self.engine),
+            };
+            drain_events(&mut self.engine, &mut self.run);
+            match decision {
+                Decision::Send(attempt) => {
+                    let answer = self.upstream.handle(now, attempt.target);
+                    if let Some(c) = &mut self.checks {
+                        c.on_send(now, a.call_index, &attempt, a.call.deadline());
+                    }
+                    let arrives = answer
+                        .after
+                        .map(|d| now.saturating_add(d))
+                        .filter(|&t| t < attempt.deadline);
+                    let log = self.run.requests.len();
+                    self.run.requests.push(Request {
+                        at: now,
+                        call: a.call_index,
+                        attempt: attempt.id.0,
+                        target: attempt.target,
+                        reply: if arrives.is_some() {
+                            answer.reply
+                        } else {
+                            Reply::Timeout
+                        },
+                        answered: arrives.unwrap_or(attempt.deadline),
+                        hint: arrives.and(answer.hint),
+                    });
+                    match arrives {
+                        Some(t) => {
+                            a.pending = Some((attempt.id, answer.outcome, log));
+                            self.push(t, Ev::Answer(slot));
+                        }
+                        None => self.push(attempt.deadline, Ev::Wake(slot)),
+                    }
+                    return;
+                }
+                Decision::Wait(until) => {
+                    self.push(until.max(now), Ev::Wake(slot));
+                    return;
+                }
+                Decision::Done(finish) => {
+                    let index = a.call_index as usize;
+                    self.slots[slot as usize] = None;
+                    self.free.push(slot);
+                    self.active -= 1;
+                    if let Some(rec) = self.run.calls.get_mut(index) {
+                        rec.started = self.started[index];
+                        rec.finished = now;
+                        rec.finish = finish;
+                    }
+                    let Some(next) = self.queue.pop_front() else {
+                        return;
+                    };
+                    self.active += 1;
+                    self.started[next as usize] = now;
+                    let call = self.engine.start_call(now, None).with_tokens(self.tokens);
+                    // The freed slot is reused at once.
+                    let s = self.free.pop().unwrap_or(slot);
+                    self.slots[s as usize] = Some(Active {
+                        call_index: next,
+                        call,
+                        pending: None,
+                    });
+                    slot = s;
+                }
+            }
+        }
+    }
+}
+
+fn drain_events(engine: &mut Engine, run: &mut Run) {
+    while let Some(e) = engine.poll_event() {
+        match e {
+            EngineEvent::Breaker { endpoint, event } => run.breaker.push((endpoint, event)),
+            EngineEvent::Key(k) => run.keys.push(k),
+            _ => {}
+        }
+    }
+}
+
+fn placeholder_record(arrived: Timestamp) -> CallRecord {
+    CallRecord {
+        arrived,
+        started: Timestamp::MAX,
+        finished: Timestamp::MAX,
+        finish: Finish::GaveUp(steadfast_core::retry::GiveUp {
+            reason: steadfast_core::retry::GiveUpReason::Cancelled,
+            attempts: 0,
+            last_failure: None,
+            last_status: None,
+        }),
+    }
+}
+
+/// The arrival instants of every call.
+fn arrivals(scenario: &Scenario, seed: u64) -> Vec<Timestamp> {
+    let load = &scenario.load;
+    let mut rng = rng::from_u64(split_seed(seed, 50));
+    let gap = 1e9 / load.rate;
+    let mut t = 0.0f64;
+    (0..load.calls)
+        .map(|i| {
+            let at = match load.arrival {
+                Arrival::Fixed => i as f64 * gap,
+                Arrival::Poisson => {
+                    let now = t;
+                    t += -(1.0 - unit_f64(&mut rng)).ln() * gap;
+                    now
+                }
+            };
+            Timestamp::from_nanos(at as u64)
+        })
+        .collect()
+}

@@ -1,0 +1,210 @@
+//! The report as aligned text tables.
+
+use std::fmt::Write;
+
+use crate::report::Report;
+use crate::upstream::OutcomeClass;
+
+/// A table of cells; the first column is left-aligned, the others right-aligned.
+#[derive(Debug, Default)]
+pub struct Table {
+    rows: Vec<Vec<String>>,
+    left_last: bool,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new() -> Table {
+        Table::default()
+    }
+
+    /// Left-aligns the last column too (for free-text remarks).
+    pub fn left_last(&mut self) -> &mut Table {
+        self.left_last = true;
+        self
+    }
+
+    /// Adds a row.
+    pub fn row<I, S>(&mut self, cells: I) -> &mut Table
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The table, each line indented by `indent` spaces.
+    pub fn render(&self, indent: usize) -> String {
+        let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let width: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for r in &self.rows {
+            let mut line = " ".repeat(indent);
+            for (c, cell) in r.iter().enumerate() {
+                let pad = width[c].saturating_sub(cell.chars().count());
+                if c == 0 || (self.left_last && c + 1 == cols) {
+                    if c > 0 {
+                        line.push_str("  ");
+                    }
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A percentage with two decimals.
+pub fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// Milliseconds as `812 ms` or `2.35 s`.
+pub fn ms(x: f64) -> String {
+    if x < 1000.0 {
+        format!("{x:.0} ms")
+    } else {
+        format!("{:.2} s", x / 1000.0)
+    }
+}
+
+/// The report as text.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "steadfast sim: scenario {}, policy {}, seed {}\n",
+        r.scenario, r.policy, r.seed
+    );
+    let mut t = Table::new();
+    t.row(["calls".to_string(), r.calls.to_string()]);
+    t.row([
+        "succeeded".to_string(),
+        r.succeeded.to_string(),
+        pct(r.success_rate),
+    ]);
+    let gave_up: u64 = r.give_ups.values().sum();
+    t.row(["gave up".to_string(), gave_up.to_string()]);
+    for (reason, n) in &r.give_ups {
+        t.row([format!("  {reason}"), n.to_string()]);
+    }
+    t.row([
+        "attempts per call".to_string(),
+        format!("{:.3}", r.attempts_per_call.mean),
+        format!("max {}", r.attempts_per_call.max),
+    ]);
+    t.row([
+        "upstream requests".to_string(),
+        r.upstream_requests.to_string(),
+    ]);
+    t.row([
+        "amplification".to_string(),
+        format!("{:.3}", r.amplification),
+        "requests per call".to_string(),
+    ]);
+    let l = r.latency_ms;
+    for (name, v) in [
+        ("p50", l.p50),
+        ("p95", l.p95),
+        ("p99", l.p99),
+        ("max", l.max),
+    ] {
+        t.row([format!("latency {name}"), ms(v)]);
+    }
+    t.row([
+        "budget exhausted".to_string(),
+        r.budget_exhausted.to_string(),
+        "calls".to_string(),
+    ]);
+    out.push_str(&t.render(0));
+
+    out.push_str("\nendpoints\n");
+    let mut t = Table::new();
+    let mut head = vec!["name".to_string(), "requests".to_string()];
+    head.extend(OutcomeClass::ALL.iter().map(|c| c.name().to_string()));
+    head.push("in outages".to_string());
+    t.row(head);
+    for e in &r.endpoints {
+        t.row([
+            e.name.clone(),
+            e.requests.to_string(),
+            e.ok.to_string(),
+            e.throttled.to_string(),
+            e.server_error.to_string(),
+            e.timeout.to_string(),
+            e.other.to_string(),
+            e.during_outages.to_string(),
+        ]);
+    }
+    out.push_str(&t.render(2));
+
+    out.push_str("\nkeys\n");
+    let mut t = Table::new();
+    t.row(["key", "requests", "cooldowns", "disabled"]);
+    for k in &r.keys {
+        let disabled = k.disabled.as_ref().map_or("-".to_string(), |d| {
+            format!("{} at {:.3} s", d.reason, d.at_s)
+        });
+        t.row([
+            format!("{}#{}", k.endpoint, k.key),
+            k.requests.to_string(),
+            k.cooldowns.to_string(),
+            disabled,
+        ]);
+    }
+    out.push_str(&t.render(2));
+
+    out.push_str("\nbreaker transitions\n");
+    if r.breaker_transitions.is_empty() {
+        out.push_str("  none\n");
+    }
+    let mut t = Table::new();
+    for b in &r.breaker_transitions {
+        t.row([
+            format!("{:.3} s", b.at_s),
+            b.endpoint.clone(),
+            format!("{} -> {}", b.from, b.to),
+        ]);
+    }
+    out.push_str(&t.render(2));
+
+    let tl = &r.timeline;
+    let _ = writeln!(
+        out,
+        "\nupstream requests per second (buckets of {} s)",
+        tl.bucket_s
+    );
+    let mut t = Table::new();
+    let mut head = vec!["from".to_string()];
+    head.extend(tl.endpoints.iter().map(|l| l.name.clone()));
+    head.push("give-ups".to_string());
+    t.row(head);
+    for i in 0..tl.give_ups.len() {
+        let mut row = vec![format!("{:.1} s", i as f64 * tl.bucket_s)];
+        for lane in &tl.endpoints {
+            let n: u64 = lane.buckets.get(i).map_or(0, |b| b.iter().sum());
+            row.push(format!("{:.1}", n as f64 / tl.bucket_s));
+        }
+        row.push(tl.give_ups[i].to_string());
+        t.row(row);
+    }
+    out.push_str(&t.render(2));
+    out
+}
