@@ -94,16 +94,21 @@ pub enum Window {
     Time(#[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))] Duration),
 }
 
+/// The default is the last 50 calls: a long time window remembers minutes of
+/// successes and trips tens of seconds into an outage, while 50 calls forget them as
+/// fast as traffic arrives.
 impl Default for Window {
     fn default() -> Self {
-        Window::Time(Duration::from_secs(30))
+        Window::Count(50)
     }
 }
 
 /// Circuit breaker parameters.
 ///
-/// Defaults: `enabled = true`, `consecutive_failures = Some(5)`,
-/// `failure_rate = Some(0.5)`, `window = Time(30s)`, `min_calls = 20`,
+/// Defaults: `enabled = true`, `consecutive_failures = None` (off: under concurrency,
+/// fast failures come back in runs even from a mostly healthy endpoint, so a run of N
+/// trips it; the failure rate over a window with a minimum of calls does not),
+/// `failure_rate = Some(0.5)`, `window = Count(50)`, `min_calls = 20`,
 /// `slow_call = None`, `slow_rate = 1.0` (off), `open_for = 5s`, `open_growth = 2.0`,
 /// `open_max = 60s`, `open_jitter = 0.1`, `half_open_probes = 3`, `close_after = 2`.
 ///
@@ -156,7 +161,7 @@ impl Default for BreakerConfig {
     fn default() -> Self {
         BreakerConfig {
             enabled: true,
-            consecutive_failures: Some(5),
+            consecutive_failures: None,
             failure_rate: Some(0.5),
             window: Window::default(),
             min_calls: 20,

@@ -229,12 +229,15 @@ impl Engine {
         }
     }
 
-    /// When a failed key may serve again: the server's hint, else the call's own retry
-    /// instant, else now.
+    /// When a throttled key may serve again: the call's own (jittered) retry instant,
+    /// never before the server's hint — and the hint alone when the call will not wait
+    /// for it.
     fn cool_until(at: Timestamp, report: &Report) -> Timestamp {
-        match report.hints.wait_hint() {
-            Some(hint) => at.saturating_add(hint),
-            None => report.retry_at.unwrap_or(at),
+        let hinted = report.hints.wait_hint().map(|h| at.saturating_add(h));
+        match (hinted, report.retry_at.filter(|r| *r < Timestamp::MAX)) {
+            (Some(h), Some(r)) => h.max(r),
+            (Some(h), None) => h,
+            (None, r) => r.unwrap_or(at),
         }
     }
 }
@@ -282,7 +285,11 @@ impl Gate for Engine {
 
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
         let now = self.clock.observe(now);
-        let retry = query.attempt > 1;
+        // A retry is charged to the budget of the endpoint that failed; a failover to
+        // another endpoint adds no load to the one in trouble, so it is not charged.
+        let charged = |endpoint: EndpointId| {
+            query.attempt > 1 && query.avoid.is_none_or(|a| a.target.endpoint == endpoint)
+        };
         let mut blocked = Blocked::default();
         let states = &self.endpoints;
         let selection = self.pool.select(now, |endpoint| {
@@ -299,7 +306,7 @@ impl Gate for Engine {
                 blocked.note(until, WaitCause::Breaker);
                 return false;
             }
-            if retry && !s.budget.can_withdraw(now) {
+            if charged(endpoint) && !s.budget.can_withdraw(now) {
                 blocked.budget_spent = true;
                 return false;
             }
@@ -333,7 +340,7 @@ impl Gate for Engine {
         // The walk above only peeked; nothing changed since, so these all grant.
         let probe = matches!(s.breaker.permit(now), Permit::Probe);
         let _ = s.limiter.acquire(now, query.tokens);
-        if retry {
+        if charged(target.endpoint) {
             let _ = s.budget.try_withdraw(now);
         }
         self.drain_events();

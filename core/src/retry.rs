@@ -369,6 +369,14 @@ impl Call {
             Admit::NotBefore(_, WaitCause::Hint(hint)) if hint > self.config.max_retry_after => {
                 Decision::Done(self.finish(now, GiveUpReason::HintTooLong { hint }))
             }
+            // Calls waiting on a key cooled by another call's hint spread out as if each
+            // had been told itself (a call's own hinted wait is already spread).
+            Admit::NotBefore(at, WaitCause::Hint(hint))
+                if at > now && at < self.deadline && avoid.is_none_or(|a| a.until != at) =>
+            {
+                let spread = self.config.hint_jitter(hint, gate.rng());
+                Decision::Wait(at.saturating_add(spread).min(self.deadline))
+            }
             Admit::NotBefore(at, _) if at < self.deadline => Decision::Wait(at.max(now)),
             Admit::NotBefore(at, cause) => {
                 let reason = match cause {

@@ -13,11 +13,20 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-/// The default config without jitter, so open instants are exact.
+/// The default config with the consecutive model at 5 (off by default), so both
+/// models are exercised.
+fn five_in_a_row() -> BreakerConfig {
+    BreakerConfig {
+        consecutive_failures: Some(5),
+        ..BreakerConfig::default()
+    }
+}
+
+/// `five_in_a_row` without jitter, so open instants are exact.
 fn exact() -> BreakerConfig {
     BreakerConfig {
         open_jitter: 0.0,
-        ..BreakerConfig::default()
+        ..five_in_a_row()
     }
 }
 
@@ -424,7 +433,7 @@ fn fixed_open_time_with_growth_one() {
 
 #[test]
 fn jitter_never_shortens_and_is_seeded() {
-    let config = BreakerConfig::default();
+    let config = five_in_a_row();
     let mut longer = 0;
     for seed in 0..200 {
         let mut b = Breaker::new(&config);
@@ -954,7 +963,7 @@ proptest! {
     #[test]
     fn trips_are_reachable_in_failure_heavy_runs(seed in any::<u64>()) {
         // A sanity check that the properties above are not vacuous.
-        let config = BreakerConfig::default();
+        let config = five_in_a_row();
         let ops: Vec<Op> = (0..200)
             .flat_map(|i| [Op::Permit, Op::Resolve { pick: i, kind: 0, latency_ms: 1 }, Op::Step(500)])
             .collect();
@@ -974,11 +983,10 @@ mod serde_tests {
     fn default_serializes_as_expected() {
         let h = |d: u64| Human(secs(d));
         let expected = format!(
-            "{{\"enabled\":true,\"consecutive_failures\":5,\"failure_rate\":0.5,\
-             \"window\":{{\"time\":\"{}\"}},\"min_calls\":20,\"slow_call\":null,\
+            "{{\"enabled\":true,\"consecutive_failures\":\"off\",\"failure_rate\":0.5,\
+             \"window\":{{\"calls\":50}},\"min_calls\":20,\"slow_call\":null,\
              \"slow_rate\":1.0,\"open_for\":\"{}\",\"open_growth\":2.0,\"open_max\":\"{}\",\
              \"open_jitter\":0.1,\"half_open_probes\":3,\"close_after\":2}}",
-            h(30),
             h(5),
             h(60)
         );

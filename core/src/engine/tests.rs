@@ -158,14 +158,15 @@ fn a_primary_outage_fails_over_at_once_and_traffic_returns_after_a_probe() {
     assert_eq!(first.len(), 2);
     assert_eq!((first[0].target.endpoint.0, first[0].at), (0, at(0)));
     assert_eq!((first[1].target.endpoint.0, first[1].at), (1, at(20)));
-    // After 5 failures the breaker opens: the primary sees few requests in the outage.
+    // Once the failure rate trips the breaker, the primary sees no more requests in the outage.
     let primary_in_outage = d
         .sent
         .iter()
         .filter(|s| s.target.endpoint.0 == 0 && s.at < at(10_000))
         .count();
+    // The failure-rate model needs min_calls (20) in its window before it trips.
     assert!(
-        primary_in_outage <= 12,
+        primary_in_outage <= 25,
         "{primary_in_outage} requests reached the down primary"
     );
     // After the outage, a probe closes the breaker and new calls go to the primary again.
@@ -294,12 +295,7 @@ fn same_seed_same_trace_and_different_seeds_differ() {
     let trace = |s: u8| {
         let mut p = Policy::default();
         p.breaker.enabled = false;
-        let engine = Engine::new(
-            p,
-            &[EndpointSpec::new(0, 2), EndpointSpec::new(1, 1)],
-            seed(s),
-        )
-        .unwrap();
+        let engine = Engine::new(p, &[EndpointSpec::new(0, 2)], seed(s)).unwrap();
         let mut n = 0u64;
         let mut d = Driver::new(engine, move |_now: Timestamp, _t: Target| {
             n += 1;
