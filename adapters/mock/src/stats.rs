@@ -1,0 +1,132 @@
+//! What the server saw: counts by status, fault, path and idempotency key.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// A snapshot of the server's counters ([`crate::MockServer::stats`], or JSON from
+/// `GET /__stats`). Only API requests (`/v1/…`) are counted, not the `/__…` control
+/// endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// API requests received (including replays, conflicts and faulted ones).
+    pub total_requests: u64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Requests whose work was done (a success generated; see [`crate::Fault`] for the
+    /// "work done" faults whose response is then lost).
+    pub processed: u64,
+    /// Requests answered with a stored response (`idempotent-replayed: true`).
+    pub replayed: u64,
+    /// Responses by status code (resets and hangs have none).
+    pub by_status: BTreeMap<u16, u64>,
+    /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s and the
+    /// scenarios' own: `status` (flaky errors), `rate_limit`, `outage`, `auth`,
+    /// `quota`, `reset`, `malformed`, `hang`, `stream_cut`, `truncated_body`,
+    /// `latency`, and the request errors `missing_auth`, `bad_request`, `conflict`,
+    /// `not_found`, `head_too_large`, `body_too_large`.
+    pub by_fault: BTreeMap<String, u64>,
+    /// API requests by path (unknown paths count as `other`).
+    pub by_path: BTreeMap<String, u64>,
+    /// Per `Idempotency-Key`: what happened to the requests carrying it.
+    pub keys: BTreeMap<String, KeyStats>,
+    /// Requests whose key was not counted because [`crate::MockConfig::max_keys`]
+    /// keys were already.
+    pub keys_untracked: u64,
+    /// Scripted faults not consumed yet.
+    pub script_remaining: usize,
+    /// Whether the outage switch ([`crate::MockServer::set_down`]) is on.
+    pub down: bool,
+}
+
+impl Stats {
+    /// Responses with this status.
+    pub fn status(&self, status: u16) -> u64 {
+        self.by_status.get(&status).copied().unwrap_or(0)
+    }
+
+    /// Times this fault was applied.
+    pub fn fault(&self, name: &str) -> u64 {
+        self.by_fault.get(name).copied().unwrap_or(0)
+    }
+
+    /// The counters of one idempotency key.
+    pub fn key(&self, key: &str) -> Option<&KeyStats> {
+        self.keys.get(key)
+    }
+}
+
+/// What happened to the requests carrying one `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyStats {
+    /// Requests that carried the key.
+    pub attempts: u64,
+    /// Times its work was done (a correct client with a correct server: at most 1).
+    pub processed: u64,
+    /// Times a stored response was replayed.
+    pub replayed: u64,
+    /// Times it was refused with 409 because an earlier attempt was in progress.
+    pub conflicts: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct StatsState {
+    pub total_requests: u64,
+    pub connections: u64,
+    pub processed: u64,
+    pub replayed: u64,
+    pub by_status: HashMap<u16, u64>,
+    pub by_fault: HashMap<&'static str, u64>,
+    pub by_path: HashMap<&'static str, u64>,
+    pub keys: HashMap<String, KeyStats>,
+    pub keys_untracked: u64,
+}
+
+impl StatsState {
+    pub fn status(&mut self, status: u16) {
+        *self.by_status.entry(status).or_default() += 1;
+    }
+
+    pub fn fault(&mut self, name: &'static str) {
+        *self.by_fault.entry(name).or_default() += 1;
+    }
+
+    pub fn path(&mut self, path: &'static str) {
+        *self.by_path.entry(path).or_default() += 1;
+    }
+
+    /// The counters of a key, created unless `max_keys` are counted already.
+    pub fn key(&mut self, key: &str, max_keys: usize) -> Option<&mut KeyStats> {
+        if !self.keys.contains_key(key) {
+            if self.keys.len() >= max_keys {
+                self.keys_untracked += 1;
+                return None;
+            }
+            self.keys.insert(key.to_owned(), KeyStats::default());
+        }
+        self.keys.get_mut(key)
+    }
+
+    pub fn snapshot(&self, script_remaining: usize, down: bool) -> Stats {
+        Stats {
+            total_requests: self.total_requests,
+            connections: self.connections,
+            processed: self.processed,
+            replayed: self.replayed,
+            by_status: self.by_status.iter().map(|(k, v)| (*k, *v)).collect(),
+            by_fault: self
+                .by_fault
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+            by_path: self
+                .by_path
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+            keys: self.keys.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            keys_untracked: self.keys_untracked,
+            script_remaining,
+            down,
+        }
+    }
+}

@@ -1,0 +1,693 @@
+//! Every fault and scenario observed from the client side; determinism; idempotency.
+
+mod common;
+
+use common::*;
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
+
+fn with_script(faults: Vec<Fault>) -> MockServer {
+    MockServer::start(MockConfig::default().with_script(faults)).unwrap()
+}
+
+fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe
+    )
+}
+
+#[test]
+fn scripted_faults_come_in_order() {
+    let s = with_script(vec![
+        Fault::status_retry_after(429, "2"),
+        Fault::status(500),
+        Fault::Ok,
+        Fault::Status {
+            status: 503,
+            retry_after: Some("soon, maybe".to_owned()),
+            retry_after_ms: Some("-5".to_owned()),
+            body: Some("{\"custom\":true}".to_owned()),
+            headers: vec![("x-should-retry".to_owned(), "false".to_owned())],
+        },
+    ]);
+    let a = s.addr();
+    let r = openai(a, "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("2"));
+    assert_eq!(r.json()["error"]["code"], "rate_limit_exceeded");
+    let r = anthropic(a, "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 500);
+    assert_eq!(r.json()["error"]["type"], "api_error");
+    assert_eq!(openai(a, "k", "x", &[]).unwrap().status, 200);
+    let r = openai(a, "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("soon, maybe"));
+    assert_eq!(r.header("retry-after-ms"), Some("-5"));
+    assert_eq!(r.header("x-should-retry"), Some("false"));
+    assert_eq!(r.json()["custom"], true);
+    // Script exhausted: the scenario (ok) applies.
+    assert_eq!(openai(a, "k", "x", &[]).unwrap().status, 200);
+    let stats = s.stats();
+    assert_eq!(stats.fault("status"), 3);
+    assert_eq!(stats.script_remaining, 0);
+}
+
+#[test]
+fn push_faults_at_runtime() {
+    let s = MockServer::start(MockConfig::default()).unwrap();
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+    s.push_faults(&[Fault::status(529), Fault::status(402)]);
+    let r = anthropic(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 529);
+    assert_eq!(r.json()["error"]["type"], "overloaded_error");
+    let r = anthropic(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 402);
+    assert_eq!(r.json()["error"]["type"], "billing_error");
+}
+
+#[test]
+fn reset_after_request() {
+    let s = with_script(vec![Fault::Reset]);
+    let err = openai(s.addr(), "k", "x", &[]).unwrap_err();
+    assert!(is_reset(&err), "{err:?}");
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+    assert_eq!(s.stats().fault("reset"), 1);
+}
+
+#[test]
+fn reset_before_request_on_accept_and_on_reused_connection() {
+    let s = with_script(vec![Fault::ResetBeforeRequest]);
+    // Claimed at accept: the connection is reset before anything is read.
+    let mut c = Client::connect(s.addr()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let outcome = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            chat_body("x", false).as_bytes(),
+        )
+        .unwrap_err();
+    assert!(
+        is_reset(&outcome) || outcome.kind() == ErrorKind::UnexpectedEof,
+        "{outcome:?}"
+    );
+    assert_eq!(s.stats().total_requests, 0);
+
+    // On a kept-alive connection: the next request is met by a reset.
+    let mut c = Client::connect(s.addr()).unwrap();
+    let body = chat_body("x", false);
+    let headers = [("authorization", "Bearer k")];
+    assert_eq!(
+        c.request("POST", "/v1/chat/completions", &headers, body.as_bytes())
+            .unwrap()
+            .status,
+        200
+    );
+    s.push_faults(&[Fault::ResetBeforeRequest]);
+    let err = c
+        .request("POST", "/v1/chat/completions", &headers, body.as_bytes())
+        .unwrap_err();
+    assert!(is_reset(&err), "{err:?}");
+    let stats = s.stats();
+    assert_eq!(stats.fault("reset_before_request"), 2);
+    assert_eq!(stats.processed, 1);
+}
+
+#[test]
+fn hang_never_answers() {
+    let s = with_script(vec![Fault::Hang]);
+    let mut c = Client::connect(s.addr()).unwrap();
+    c.set_timeout(Duration::from_millis(300));
+    let started = Instant::now();
+    let err = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            chat_body("x", false).as_bytes(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        "{err:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert_eq!(s.stats().fault("hang"), 1);
+}
+
+#[test]
+fn malformed_body() {
+    let s = with_script(vec![Fault::Malformed, Fault::Malformed]);
+    let r = openai(s.addr(), "k", "some text here", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.complete);
+    assert!(serde_json::from_slice::<serde_json::Value>(&r.body).is_err());
+    // In a stream, one event carries cut JSON.
+    let mut c = Client::connect(s.addr()).unwrap();
+    let r = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            chat_body("a b", true).as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let bad = sse_events(&r.body)
+        .iter()
+        .filter(|(_, d)| d != "[DONE]" && serde_json::from_str::<serde_json::Value>(d).is_err())
+        .count();
+    assert_eq!(bad, 1);
+}
+
+#[test]
+fn truncated_body() {
+    let s = with_script(vec![Fault::TruncatedBody]);
+    let r = openai(s.addr(), "k", "some text", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(!r.complete);
+    let announced: usize = r.header("content-length").unwrap().parse().unwrap();
+    assert_eq!(r.body.len(), announced / 2);
+}
+
+#[test]
+fn stream_cut_after_events() {
+    let s = with_script(vec![
+        Fault::StreamCut { after_events: 2 },
+        Fault::StreamCut { after_events: 1 },
+    ]);
+    let mut c = Client::connect(s.addr()).unwrap();
+    let r = c
+        .request(
+            "POST",
+            "/v1/messages",
+            &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
+            messages_body("one two three", true).as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(!r.complete);
+    let events = sse_events(&r.body);
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0].0.as_deref(), Some("message_start"));
+    assert!(c.is_closed());
+    // A non-stream request gets a truncated body instead.
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert!(!r.complete);
+}
+
+#[test]
+fn trickle_sends_slowly() {
+    let s = with_script(vec![Fault::Trickle {
+        bytes_per_sec: 2000,
+    }]);
+    let started = Instant::now();
+    let r = openai(s.addr(), "k", "slow body", &[]).unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(r.status, 200);
+    assert!(r.complete);
+    let min = Duration::from_secs_f64(r.body.len() as f64 / 2000.0 * 0.8);
+    assert!(elapsed >= min, "{elapsed:?} < {min:?}");
+    assert_eq!(r.json()["choices"][0]["message"]["content"], "slow body");
+}
+
+#[test]
+fn huge_body_and_huge_header() {
+    let s = with_script(vec![
+        Fault::HugeBody { bytes: 200_000 },
+        Fault::HugeHeader { bytes: 20_000 },
+    ]);
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body.len() >= 200_000 && r.body.len() < 201_000,
+        "{}",
+        r.body.len()
+    );
+    assert!(
+        r.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 199_000
+    );
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.header("x-mock-padding").unwrap().len(), 20_000);
+}
+
+#[test]
+fn latency_fault_delays() {
+    let s = with_script(vec![Fault::Latency { ms: 150 }]);
+    let started = Instant::now();
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(150));
+}
+
+#[test]
+fn script_file_drives_the_server() {
+    let config = MockConfig::from_toml_str(
+        r#"
+        scenario = "ok"
+        [[fault]]
+        kind = "status"
+        status = 429
+        retry_after = "1"
+        retry_after_ms = "1000"
+        repeat = 2
+        [[fault]]
+        kind = "ok"
+        "#,
+    )
+    .unwrap();
+    let s = MockServer::start(config).unwrap();
+    let statuses: Vec<u16> = (0..4)
+        .map(|_| openai(s.addr(), "k", "x", &[]).unwrap().status)
+        .collect();
+    assert_eq!(statuses, [429, 429, 200, 200]);
+}
+
+/// The statuses (0 for a transport error) of one attempt per key, in the given order.
+fn first_attempts(addr: SocketAddr, keys: &[String]) -> Vec<(String, u16)> {
+    keys.iter()
+        .map(|k| {
+            let status =
+                openai(addr, "k", "same prompt", &[("idempotency-key", k)]).map_or(0, |r| r.status);
+            (k.clone(), status)
+        })
+        .collect()
+}
+
+#[test]
+fn flaky_is_deterministic_per_key_not_per_order() {
+    let keys: Vec<String> = (0..60).map(|i| format!("call-{i}")).collect();
+    let config = || MockConfig::new(Scenario::Flaky).with_seed(42);
+    let s1 = MockServer::start(config()).unwrap();
+    let mut run1 = first_attempts(s1.addr(), &keys);
+    let s2 = MockServer::start(config()).unwrap();
+    let reversed: Vec<String> = keys.iter().rev().cloned().collect();
+    let mut run2 = first_attempts(s2.addr(), &reversed);
+    run1.sort();
+    run2.sort();
+    assert_eq!(run1, run2);
+    let failures = run1.iter().filter(|(_, s)| *s != 200).count();
+    assert!((5..=35).contains(&failures), "{failures} failures of 60");
+    // Another seed gives another pattern.
+    let s3 = MockServer::start(config().with_seed(43)).unwrap();
+    let mut run3 = first_attempts(s3.addr(), &keys);
+    run3.sort();
+    assert_ne!(run1, run3);
+}
+
+#[test]
+fn flaky_second_attempts_also_reproducible_without_keys() {
+    // Without a key the identity is the path and body; each repeat draws on its own.
+    let sequence = |seed| {
+        let s = MockServer::start(MockConfig::new(Scenario::Flaky).with_seed(seed)).unwrap();
+        (0..30)
+            .map(|i| {
+                openai(s.addr(), "k", &format!("prompt {}", i % 10), &[]).map_or(0, |r| r.status)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(sequence(7), sequence(7));
+}
+
+#[test]
+fn flaky_unkeyed_equal_bodies_keep_failing_at_the_full_rate() {
+    let s = MockServer::start(MockConfig::new(Scenario::Flaky).with_seed(3)).unwrap();
+    let failures = (0..200)
+        .filter(|_| openai(s.addr(), "k", "the same prompt", &[]).map_or(true, |r| r.status != 200))
+        .count();
+    assert!((30..=90).contains(&failures), "{failures} of 200");
+}
+
+#[test]
+fn flaky_failures_are_retryable_and_retries_get_through() {
+    let s = MockServer::start(
+        MockConfig {
+            retry_after: Duration::from_millis(200),
+            ..MockConfig::new(Scenario::Flaky)
+        }
+        .with_seed(1),
+    )
+    .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..150 {
+        let key = format!("logical-{i}");
+        let mut ok = false;
+        for _attempt in 0..5 {
+            match anthropic(s.addr(), "k", "hello", &[("idempotency-key", &key)]) {
+                Ok(r) if r.status == 200 => {
+                    ok = true;
+                    break;
+                }
+                Ok(r) => {
+                    seen.insert(r.status);
+                    assert!(
+                        [429, 500, 502, 503, 529].contains(&r.status),
+                        "{}",
+                        r.status
+                    );
+                    if r.status == 429 {
+                        assert_eq!(r.header("retry-after"), Some("1"));
+                        assert!(r.header("anthropic-ratelimit-requests-reset").is_some());
+                    }
+                    if r.status == 502 {
+                        assert_eq!(r.header("content-type"), Some("text/html"));
+                    }
+                }
+                Err(e) => {
+                    seen.insert(0);
+                    assert!(is_reset(&e), "{e:?}");
+                }
+            }
+        }
+        assert!(ok, "{key} never succeeded");
+    }
+    assert!(seen.len() >= 4, "{seen:?}");
+    // Every logical call was processed exactly once (resets are work done, replayed).
+    let stats = s.stats();
+    assert!(
+        stats.keys.values().all(|k| k.processed == 1),
+        "{:?}",
+        stats.keys
+    );
+}
+
+#[test]
+fn idempotent_replay() {
+    let s = MockServer::start(MockConfig::default()).unwrap();
+    let key = [("idempotency-key", "abc-123")];
+    let first = openai(s.addr(), "k", "pay me once", &key).unwrap();
+    let second = openai(s.addr(), "k", "pay me once", &key).unwrap();
+    assert_eq!(first.status, 200);
+    assert_eq!(second.status, 200);
+    assert_eq!(first.header("idempotent-replayed"), None);
+    assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    assert_eq!(first.body, second.body);
+    let stats = s.stats();
+    let k = stats.key("abc-123").unwrap();
+    assert_eq!((k.processed, k.replayed, k.attempts), (1, 1, 2));
+    assert_eq!((stats.processed, stats.replayed), (1, 1));
+}
+
+#[test]
+fn replays_consume_no_scripted_fault() {
+    let s = MockServer::start(MockConfig::default()).unwrap();
+    let key = [("idempotency-key", "k1")];
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 200);
+    s.push_faults(&[Fault::status(500)]);
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 200);
+    assert_eq!(s.stats().script_remaining, 1);
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 500);
+}
+
+#[test]
+fn lost_responses_are_replayed_and_failures_are_not_stored() {
+    let s = with_script(vec![Fault::status(503), Fault::Reset, Fault::TruncatedBody]);
+    let key = [("idempotency-key", "once")];
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 503);
+    assert!(openai(s.addr(), "k", "x", &key).is_err());
+    let r = openai(s.addr(), "k", "x", &key).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    assert!(r.complete);
+    let stats = s.stats();
+    let k = stats.key("once").unwrap();
+    assert_eq!((k.attempts, k.processed, k.replayed), (3, 1, 1));
+    assert_eq!(stats.script_remaining, 1);
+
+    // A stream is replayed as a stream (the script's truncated body cuts the first).
+    let mut c = Client::connect(s.addr()).unwrap();
+    let headers = [
+        ("authorization", "Bearer k"),
+        ("idempotency-key", "stream-1"),
+    ];
+    let body = chat_body("streamed", true);
+    let r = c.request("POST", "/v1/chat/completions", &headers, body.as_bytes());
+    assert!(!r.unwrap().complete);
+    let mut c = Client::connect(s.addr()).unwrap();
+    let r = c
+        .request("POST", "/v1/chat/completions", &headers, body.as_bytes())
+        .unwrap();
+    assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(sse_events(&r.body).last().unwrap().1, "[DONE]");
+}
+
+#[test]
+fn in_progress_key_gets_409() {
+    let s = with_script(vec![Fault::Latency { ms: 400 }]);
+    let addr = s.addr();
+    let slow =
+        std::thread::spawn(move || openai(addr, "k", "x", &[("idempotency-key", "busy")]).unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    let r = openai(addr, "k", "x", &[("idempotency-key", "busy")]).unwrap();
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["error"]["code"], "idempotency_key_in_use");
+    assert_eq!(slow.join().unwrap().status, 200);
+    let r = openai(addr, "k", "x", &[("idempotency-key", "busy")]).unwrap();
+    assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    let k = *s.stats().key("busy").unwrap();
+    assert_eq!(
+        (k.attempts, k.processed, k.replayed, k.conflicts),
+        (3, 1, 1, 1)
+    );
+}
+
+#[test]
+fn ratelimit_headers_openai() {
+    let s = MockServer::start(MockConfig {
+        rpm: 60,
+        rate_burst: Some(2),
+        ..MockConfig::new(Scenario::Ratelimit)
+    })
+    .unwrap();
+    let a = s.addr();
+    let r1 = openai(a, "key-a", "x", &[]).unwrap();
+    let r2 = openai(a, "key-a", "x", &[]).unwrap();
+    let r3 = openai(a, "key-a", "x", &[]).unwrap();
+    assert_eq!((r1.status, r2.status, r3.status), (200, 200, 429));
+    assert_eq!(r1.header("x-ratelimit-limit-requests"), Some("60"));
+    assert_eq!(r1.header("x-ratelimit-remaining-requests"), Some("1"));
+    assert_eq!(r2.header("x-ratelimit-remaining-requests"), Some("0"));
+    let reset = parse_go_duration(r2.header("x-ratelimit-reset-requests").unwrap()).unwrap();
+    assert!(
+        reset > Duration::from_millis(1500) && reset <= Duration::from_secs(2),
+        "{reset:?}"
+    );
+    let retry: u64 = r3.header("retry-after").unwrap().parse().unwrap();
+    assert_eq!(retry, 1);
+    let retry_ms: u64 = r3.header("retry-after-ms").unwrap().parse().unwrap();
+    assert!((500..=1000).contains(&retry_ms), "{retry_ms}");
+    assert_eq!(r3.header("x-ratelimit-remaining-requests"), Some("0"));
+    assert!(parse_go_duration(r3.header("x-ratelimit-reset-requests").unwrap()).is_some());
+    assert_eq!(r3.json()["error"]["code"], "rate_limit_exceeded");
+    // Limits are per key.
+    assert_eq!(openai(a, "key-b", "x", &[]).unwrap().status, 200);
+    // And they refill.
+    std::thread::sleep(Duration::from_millis(retry_ms + 20));
+    assert_eq!(openai(a, "key-a", "x", &[]).unwrap().status, 200);
+    assert_eq!(s.stats().fault("rate_limit"), 1);
+}
+
+#[test]
+fn ratelimit_headers_anthropic() {
+    let s = MockServer::start(MockConfig {
+        rpm: 30,
+        rate_burst: Some(1),
+        ..MockConfig::new(Scenario::Ratelimit)
+    })
+    .unwrap();
+    let r1 = anthropic(s.addr(), "k", "x", &[]).unwrap();
+    let r2 = anthropic(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!((r1.status, r2.status), (200, 429));
+    assert_eq!(r1.header("anthropic-ratelimit-requests-limit"), Some("30"));
+    assert_eq!(
+        r1.header("anthropic-ratelimit-requests-remaining"),
+        Some("0")
+    );
+    assert!(looks_rfc3339(
+        r1.header("anthropic-ratelimit-requests-reset").unwrap()
+    ));
+    assert!(looks_rfc3339(
+        r2.header("anthropic-ratelimit-requests-reset").unwrap()
+    ));
+    assert_eq!(r2.header("retry-after"), Some("2"));
+    assert_eq!(r2.json()["error"]["type"], "rate_limit_error");
+}
+
+#[test]
+fn auth_scenario() {
+    let s = MockServer::start(MockConfig::new(Scenario::Auth)).unwrap();
+    let r = openai(s.addr(), "sk-bad-0123456789", "x", &[]).unwrap();
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["code"], "invalid_api_key");
+    assert!(!r.text().contains("sk-bad-0123456789"));
+    let r = anthropic(s.addr(), "sk-ant-REVOKED-1", "x", &[]).unwrap();
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["type"], "authentication_error");
+    assert_eq!(openai(s.addr(), "sk-good", "x", &[]).unwrap().status, 200);
+    assert_eq!(openai(s.addr(), "sk-quota", "x", &[]).unwrap().status, 200);
+    assert_eq!(s.stats().fault("auth"), 2);
+}
+
+#[test]
+fn quota_scenario() {
+    let s = MockServer::start(MockConfig::new(Scenario::Quota)).unwrap();
+    let r = openai(s.addr(), "sk-quota-1", "x", &[]).unwrap();
+    assert_eq!(r.status, 429);
+    assert_eq!(r.json()["error"]["type"], "insufficient_quota");
+    assert_eq!(r.json()["error"]["code"], "insufficient_quota");
+    assert_eq!(r.header("retry-after"), None);
+    let r = anthropic(s.addr(), "sk-ant-quota", "x", &[]).unwrap();
+    assert_eq!(r.status, 402);
+    assert_eq!(r.json()["error"]["type"], "billing_error");
+    assert_eq!(openai(s.addr(), "sk-bad", "x", &[]).unwrap().status, 200);
+}
+
+#[test]
+fn key_rules_everywhere() {
+    let s = MockServer::start(MockConfig {
+        key_rules: true,
+        ..MockConfig::new(Scenario::Ok)
+    })
+    .unwrap();
+    assert_eq!(openai(s.addr(), "bad", "x", &[]).unwrap().status, 401);
+    assert_eq!(openai(s.addr(), "quota", "x", &[]).unwrap().status, 429);
+    assert_eq!(openai(s.addr(), "fine", "x", &[]).unwrap().status, 200);
+}
+
+#[test]
+fn outage_by_time() {
+    let s = MockServer::start(MockConfig {
+        outage_for: Duration::from_millis(300),
+        ..MockConfig::new(Scenario::Outage)
+    })
+    .unwrap();
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 503);
+    assert_eq!(r.json()["error"]["type"], "server_error");
+    let r = anthropic(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 529);
+    assert_eq!(r.json()["error"]["type"], "overloaded_error");
+    std::thread::sleep(Duration::from_millis(320));
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+    assert_eq!(s.stats().fault("outage"), 2);
+}
+
+#[test]
+fn outage_by_requests() {
+    let s = MockServer::start(MockConfig {
+        outage_for: Duration::ZERO,
+        outage_requests: 2,
+        outage_status: Some(502),
+        ..MockConfig::new(Scenario::Outage)
+    })
+    .unwrap();
+    let statuses: Vec<u16> = (0..3)
+        .map(|_| openai(s.addr(), "k", "x", &[]).unwrap().status)
+        .collect();
+    assert_eq!(statuses, [502, 502, 200]);
+}
+
+#[test]
+fn outage_switch() {
+    let s = MockServer::start(MockConfig::default().with_script([Fault::status(500)])).unwrap();
+    s.set_down(true);
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 503);
+    assert_eq!(anthropic(s.addr(), "k", "x", &[]).unwrap().status, 529);
+    assert_eq!(s.stats().script_remaining, 1);
+    s.set_down(false);
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 500);
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+}
+
+#[test]
+fn slow_scenario() {
+    let s = MockServer::start(MockConfig {
+        latency_min: Duration::from_millis(60),
+        latency_max: Duration::from_millis(80),
+        ..MockConfig::new(Scenario::Slow)
+    })
+    .unwrap();
+    let started = Instant::now();
+    assert_eq!(openai(s.addr(), "k", "x", &[]).unwrap().status, 200);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(60), "{elapsed:?}");
+}
+
+fn always(scenario: Scenario) -> MockServer {
+    MockServer::start(MockConfig {
+        fault_rate: 1.0,
+        ..MockConfig::new(scenario)
+    })
+    .unwrap()
+}
+
+#[test]
+fn mixed_scenarios_apply_their_fault() {
+    let s = always(Scenario::Reset);
+    assert!(is_reset(&openai(s.addr(), "k", "x", &[]).unwrap_err()));
+
+    let s = always(Scenario::Malformed);
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(serde_json::from_slice::<serde_json::Value>(&r.body).is_err());
+
+    let s = always(Scenario::StreamCut);
+    let mut c = Client::connect(s.addr()).unwrap();
+    let r = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            chat_body("a b c d", true).as_bytes(),
+        )
+        .unwrap();
+    assert!(!r.complete);
+    assert_eq!(sse_events(&r.body).len(), 2);
+
+    let s = always(Scenario::Hang);
+    let mut c = Client::connect(s.addr()).unwrap();
+    c.set_timeout(Duration::from_millis(200));
+    let err = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            chat_body("x", false).as_bytes(),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut
+    ));
+}
+
+#[test]
+fn mixed_scenarios_fail_less_on_repeats() {
+    // fault_rate 1.0: the first attempt always fails, the k-th repeat with 1/2^k.
+    let s = always(Scenario::Malformed);
+    let mut good = 0;
+    for i in 0..20 {
+        let key = format!("m-{i}");
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let r = openai(s.addr(), "k", "x", &[("idempotency-key", &key)]).unwrap();
+            if serde_json::from_slice::<serde_json::Value>(&r.body).is_ok() {
+                break;
+            }
+            assert!(attempts < 20);
+        }
+        // Malformed is "work done": the second attempt is a replay of the stored success.
+        assert_eq!(attempts, 2);
+        good += 1;
+    }
+    assert_eq!(good, 20);
+}
