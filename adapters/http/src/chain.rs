@@ -11,7 +11,7 @@ use crate::shared::{FallbackStep, Shared};
 ///
 /// ```text
 /// let mut chain = FallbackChain::new(&shared, business_id, error);
-/// while let Some(step) = chain.next() {
+/// while let Some(step) = chain.next_step() {
 ///     match step {
 ///         FallbackStep::Ready(body, via) => return Ok(chain.answered(body, via)),
 ///         FallbackStep::Call(pool) => {
@@ -47,8 +47,7 @@ impl<'a, 'b, E> FallbackChain<'a, 'b, E> {
     }
 
     /// The next fallback with something to offer.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<FallbackStep<'a>> {
+    pub fn next_step(&mut self) -> Option<FallbackStep<'a>> {
         while self.next < self.shared.fallback_count() {
             let i = self.next;
             self.next += 1;

@@ -3,6 +3,7 @@
 //! The session reads the clock, locks the engine only around the core's calls, drains
 //! the events into the counters and keeps what the result or the error needs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,8 +22,11 @@ use crate::fallback::Reply;
 use crate::outcome;
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
 use crate::shared::Shared;
+use crate::stream::EventReader;
 
 /// What the adapter must do next.
+// Boxing `Send` would allocate per attempt; a `Step` is consumed at once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Step<'c> {
     /// Send this request, then report its outcome.
@@ -244,6 +248,19 @@ impl<'c, E> Session<'c, E> {
         self.report(outcome::transport(t));
     }
 
+    /// The reader for a stream's body when its status line says events follow (2xx);
+    /// `None` when the body is an error to read whole and report with
+    /// [`Session::on_response`].
+    pub fn stream_reader(&self, status: u16) -> Option<EventReader> {
+        if !(200..300).contains(&status) {
+            return None;
+        }
+        let provider = self.in_flight.map_or(Provider::OpenAi, |a| {
+            self.shared.provider(a.target.endpoint)
+        });
+        Some(EventReader::new(provider).with_metrics(Arc::clone(&self.shared.metrics)))
+    }
+
     /// Reports a 2xx stream whose first event arrived; `first_event_ok` is false when
     /// it was not what the API sends (the attempt then counts as a malformed body).
     pub fn on_stream_started(&mut self, status: u16, headers: &HeaderMap, first_event_ok: bool) {
@@ -323,3 +340,7 @@ impl<E> Drop for Session<'_, E> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -21,7 +21,7 @@ pub enum Next<E> {
 
 /// Reads one provider's event stream. Before the first event reaches the caller the
 /// adapter uses [`EventReader::first_event`] (the call may still be retried); after,
-/// [`EventReader::next`], and failures become [`StreamError::Interrupted`] with the
+/// [`EventReader::next_item`], and failures become [`StreamError::Interrupted`] with the
 /// text received so far.
 #[derive(Debug)]
 pub struct EventReader {
@@ -58,7 +58,7 @@ impl EventReader {
 
     /// Before the stream is handed over: the first complete event, and whether it is
     /// what the API sends (JSON, not an error event). The event is kept and will be
-    /// the first [`EventReader::next`] item.
+    /// the first [`EventReader::next_item`] item.
     pub fn first_event(&mut self) -> Option<bool> {
         let ev = self.parser.next_event()?;
         let ok = self.text.observe(&ev).is_ok();
@@ -67,7 +67,7 @@ impl EventReader {
     }
 
     /// The next thing to do or hand over.
-    pub fn next<E>(&mut self) -> Next<E> {
+    pub fn next_item<E>(&mut self) -> Next<E> {
         if self.over {
             return Next::End;
         }
@@ -129,7 +129,7 @@ mod tests {
 
     fn drain(r: &mut EventReader) -> Vec<Result<SseEvent, StreamError<()>>> {
         let mut out = Vec::new();
-        while let Next::Item(i) = r.next() {
+        while let Next::Item(i) = r.next_item() {
             out.push(i);
         }
         out
@@ -145,7 +145,7 @@ mod tests {
         let items = drain(&mut r);
         assert_eq!(items.len(), 3);
         assert!(items.iter().all(Result::is_ok));
-        assert!(matches!(r.next::<()>(), Next::End));
+        assert!(matches!(r.next_item::<()>(), Next::End));
         assert!(matches!(r.on_eof::<()>(), Next::End));
     }
 
@@ -161,7 +161,7 @@ mod tests {
             panic!("expected an interruption");
         };
         assert_eq!(e.partial(), "Hello");
-        assert!(matches!(r.next::<()>(), Next::End));
+        assert!(matches!(r.next_item::<()>(), Next::End));
         assert_eq!(m.snapshot().stream_interruptions, 1);
         let mut r = EventReader::new(Provider::OpenAi);
         r.push(b"data: {}\n\n");

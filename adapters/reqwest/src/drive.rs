@@ -2,9 +2,7 @@
 
 use serde_json::Value;
 use steadfast_core::outcome::{Phase, Transport, TransportKind};
-use steadfast_http::{
-    EventReader, FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock,
-};
+use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock};
 
 use crate::CallError;
 use crate::errors::transport;
@@ -65,7 +63,7 @@ pub(crate) async fn chat(
         Err(e) => e,
     };
     let mut chain = FallbackChain::new(shared, business_id, err);
-    while let Some(step) = chain.next() {
+    while let Some(step) = chain.next_step() {
         match step {
             FallbackStep::Ready(v, via) => return Ok(chain.answered(v, via)),
             FallbackStep::Call(pool) => {
@@ -81,7 +79,7 @@ pub(crate) async fn chat(
 /// A response whose first event arrived.
 pub(crate) struct Opened {
     pub resp: reqwest::Response,
-    pub reader: EventReader,
+    pub reader: steadfast_http::EventReader,
 }
 
 /// A streamed call: retried until the first event arrives.
@@ -94,7 +92,7 @@ pub(crate) async fn stream(
     let mut opened = None;
     loop {
         match s.poll() {
-            Step::Send(out) => opened = open(http, shared, &mut s, out).await,
+            Step::Send(out) => opened = open(http, &mut s, out).await,
             Step::Sleep(until) => sleep_until(until).await,
             Step::Done => break,
         }
@@ -103,15 +101,8 @@ pub(crate) async fn stream(
     Ok(EventStream::new(opened))
 }
 
-async fn open(
-    http: &reqwest::Client,
-    shared: &Shared,
-    s: &mut S<'_>,
-    out: Outgoing<'_>,
-) -> Option<Opened> {
+async fn open(http: &reqwest::Client, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = tokio::time::Instant::now() + out.first_event_timeout();
-    let provider = shared.provider(out.attempt.target.endpoint);
-    let metrics = std::sync::Arc::clone(shared.metrics_handle());
     let attempt = async {
         let mut resp = match request(http, out).send().await {
             Ok(r) => r,
@@ -121,15 +112,14 @@ async fn open(
             }
         };
         let status = resp.status().as_u16();
-        if !resp.status().is_success() {
+        let Some(mut reader) = s.stream_reader(status) else {
             let headers = std::mem::take(resp.headers_mut());
             match resp.bytes().await {
                 Ok(body) => s.on_response(status, &headers, &body),
                 Err(e) => s.on_body_error(status, &headers, transport(&e, true), e),
             }
             return None;
-        }
-        let mut reader = EventReader::new(provider).with_metrics(metrics);
+        };
         loop {
             match resp.chunk().await {
                 Ok(Some(bytes)) => {

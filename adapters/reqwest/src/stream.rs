@@ -29,7 +29,7 @@ impl EventStream {
         let inner = futures_util::stream::unfold(opened, |state| async move {
             let mut o = state?;
             loop {
-                let next = match o.reader.next() {
+                let next = match o.reader.next_item() {
                     Next::Read => match o.resp.chunk().await {
                         Ok(Some(bytes)) => {
                             o.reader.push(&bytes);

@@ -4,9 +4,7 @@ use std::io::Read;
 
 use http::HeaderMap;
 use serde_json::Value;
-use steadfast_http::{
-    EventReader, FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock,
-};
+use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock};
 use ureq::Agent;
 use ureq::http::Response;
 
@@ -84,7 +82,7 @@ pub(crate) fn chat(
         Err(e) => e,
     };
     let mut chain = FallbackChain::new(shared, business_id, err);
-    while let Some(step) = chain.next() {
+    while let Some(step) = chain.next_step() {
         match step {
             FallbackStep::Ready(v, via) => return Ok(chain.answered(v, via)),
             FallbackStep::Call(pool) => {
@@ -100,7 +98,7 @@ pub(crate) fn chat(
 /// A response whose first event arrived.
 pub(crate) struct Opened {
     pub body: ureq::BodyReader<'static>,
-    pub reader: EventReader,
+    pub reader: steadfast_http::EventReader,
 }
 
 /// A streamed call: retried until the first event arrives.
@@ -109,7 +107,7 @@ pub(crate) fn stream(agent: &Agent, shared: &Shared, body: &Value) -> Result<Eve
     let mut opened = None;
     loop {
         match s.poll() {
-            Step::Send(out) => opened = open(agent, shared, &mut s, out),
+            Step::Send(out) => opened = open(agent, &mut s, out),
             Step::Sleep(until) => std::thread::sleep(clock::until(until)),
             Step::Done => break,
         }
@@ -118,8 +116,7 @@ pub(crate) fn stream(agent: &Agent, shared: &Shared, body: &Value) -> Result<Eve
     Ok(EventIter::new(opened))
 }
 
-fn open(agent: &Agent, shared: &Shared, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
-    let provider = shared.provider(out.attempt.target.endpoint);
+fn open(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let resp = match send(agent, out, true) {
         Ok(r) => r,
         Err(e) => {
@@ -130,15 +127,13 @@ fn open(agent: &Agent, shared: &Shared, s: &mut S<'_>, out: Outgoing<'_>) -> Opt
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     let headers: HeaderMap = parts.headers;
-    if !parts.status.is_success() {
+    let Some(mut reader) = s.stream_reader(status) else {
         match body.into_with_config().limit(MAX_BODY).read_to_vec() {
             Ok(bytes) => s.on_response(status, &headers, &bytes),
             Err(e) => s.on_body_error(status, &headers, transport(&e, true), e),
         }
         return None;
-    }
-    let metrics = std::sync::Arc::clone(shared.metrics_handle());
-    let mut reader = EventReader::new(provider).with_metrics(metrics);
+    };
     let mut body = body.into_reader();
     let mut buf = vec![0u8; STREAM_READ];
     loop {

@@ -41,7 +41,7 @@ impl Iterator for EventIter {
     fn next(&mut self) -> Option<Self::Item> {
         let o = self.opened.as_mut()?;
         loop {
-            let next = match o.reader.next() {
+            let next = match o.reader.next_item() {
                 Next::Read => match o.body.read(&mut self.buf) {
                     Ok(0) => o.reader.on_eof(),
                     Ok(n) => {

@@ -143,7 +143,9 @@ fn gap_after<H: Harness>(fault: Fault) -> Duration {
     assert_eq!(r.attempts, 2);
     let a = tap.arrivals();
     assert_eq!(a.len(), 2, "two requests reached the server");
-    a[1].duration_since(a[0])
+    let gap = a[1].duration_since(a[0]);
+    eprintln!("the retry reached the server {gap:?} after the first attempt");
+    gap
 }
 
 pub fn retry_after_seconds_is_honoured<H: Harness>() {
