@@ -205,9 +205,10 @@ pub struct MockConfig {
     /// Apply the `auth` and `quota` key rules in every scenario, not only in `auth`
     /// and `quota`. Default: false.
     pub key_rules: bool,
-    /// The most idempotency keys remembered (stored responses and per-key counters);
-    /// past it the oldest stored responses are forgotten and new keys go uncounted.
-    /// Default: 100 000.
+    /// The most idempotency keys remembered (stored responses and per-key counters)
+    /// and request identities tracked: past it the oldest stored responses are
+    /// forgotten, new keys go uncounted in [`crate::Stats::keys`], and the per-identity
+    /// attempt counts (and rate-limit buckets) start afresh. Default: 100 000.
     pub max_keys: usize,
     /// Worker threads of the server's own runtime ([`crate::MockServer::start`]);
     /// 0: as many as the machine has cores, at most 4. Default: 2.

@@ -187,8 +187,10 @@ impl Fault {
                     ScriptError::entry(entry, format!("repeat must be 0..={MAX_REPEAT}"))
                 })?,
             };
+            let keys: Vec<String> = map.keys().cloned().collect();
             let fault: Fault = serde_json::from_value(serde_json::Value::Object(map))
                 .map_err(|e| ScriptError::entry(entry, e.to_string()))?;
+            check_unit_fields(&fault, keys.iter()).map_err(|m| ScriptError::entry(entry, m))?;
             push_repeated(&mut out, fault, repeat);
         }
         Ok(out)
@@ -196,6 +198,29 @@ impl Fault {
 }
 
 const MAX_REPEAT: u64 = 1_000_000;
+
+/// serde accepts stray fields next to the tag of a unit variant; scripts must not.
+fn check_unit_fields<'a>(
+    fault: &Fault,
+    mut keys: impl Iterator<Item = &'a String>,
+) -> Result<(), String> {
+    let unit = matches!(
+        fault,
+        Fault::Ok
+            | Fault::Hang
+            | Fault::Reset
+            | Fault::ResetBeforeRequest
+            | Fault::Malformed
+            | Fault::TruncatedBody
+    );
+    match keys.find(|k| k.as_str() != "kind") {
+        Some(extra) if unit => Err(format!(
+            "unknown field `{extra}`: kind `{}` takes no fields",
+            fault.kind_name()
+        )),
+        _ => Ok(()),
+    }
+}
 
 fn push_repeated(out: &mut Vec<Fault>, fault: Fault, repeat: u64) {
     for _ in 0..repeat {
@@ -217,9 +242,11 @@ pub(crate) fn faults_from_toml_tables(tables: Vec<toml::Table>) -> Result<Vec<Fa
                 ));
             }
         };
+        let keys: Vec<String> = table.keys().cloned().collect();
         let fault: Fault = toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| ScriptError::entry(entry, e.message().to_owned()))?;
+        check_unit_fields(&fault, keys.iter()).map_err(|m| ScriptError::entry(entry, m))?;
         push_repeated(&mut out, fault, repeat);
     }
     Ok(out)
@@ -315,6 +342,13 @@ mod tests {
 
         let text = "[[fault]]\nkind = \"latency\"\nms = 1\nbogus = 2\n";
         assert_eq!(Fault::script_from_toml(text).unwrap_err().entry, Some(1));
+
+        let text = "[[fault]]\nkind = \"hang\"\nms = 3\n";
+        let err = Fault::script_from_toml(text).unwrap_err();
+        assert_eq!(err.entry, Some(1));
+        assert!(err.message.contains("`ms`"), "{err}");
+        let err = Fault::script_from_json(r#"[{"kind":"ok"},{"kind":"ok","x":1}]"#).unwrap_err();
+        assert_eq!(err.entry, Some(2));
 
         let err = Fault::script_from_toml("nonsense = 1").unwrap_err();
         assert_eq!(err.entry, None);

@@ -19,11 +19,14 @@ pub struct Stats {
     pub replayed: u64,
     /// Responses by status code (resets and hangs have none).
     pub by_status: BTreeMap<u16, u64>,
-    /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s and the
-    /// scenarios' own: `status` (flaky errors), `rate_limit`, `outage`, `auth`,
-    /// `quota`, `reset`, `malformed`, `hang`, `stream_cut`, `truncated_body`,
-    /// `latency`, and the request errors `missing_auth`, `bad_request`, `conflict`,
-    /// `not_found`, `head_too_large`, `body_too_large`.
+    /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s (`ok`,
+    /// `status`, `latency`, `hang`, `reset`, `reset_before_request`, `malformed`,
+    /// `truncated_body`, `stream_cut`, `trickle`, `huge_body`, `huge_header`), the
+    /// scenarios' own (`status` for flaky's 5xx, `rate_limit` for every 429 rate limit,
+    /// `outage` (also the outage switch), `auth`, `quota`, `reset`, `malformed`,
+    /// `hang`, `stream_cut`, `latency` for `slow`), and the request errors
+    /// (`missing_auth`, `bad_request`, `not_found`, `conflict`, `head_too_large`,
+    /// `body_too_large`). Plain scenario successes and replays are not faults.
     pub by_fault: BTreeMap<String, u64>,
     /// API requests by path (unknown paths count as `other`).
     pub by_path: BTreeMap<String, u64>,

@@ -14,6 +14,14 @@ fn server() -> MockServer {
 }
 
 #[test]
+fn server_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<MockServer>();
+    check::<MockConfig>();
+    check::<Stats>();
+}
+
+#[test]
 fn binds_loopback_only() {
     let s = server();
     assert!(s.addr().ip().is_loopback());
