@@ -240,6 +240,7 @@ macro_rules! all_scenarios {
             stored_fallback_returns_the_last_result_degraded,
             endpoint_fallback_answers_from_another_server,
             no_panic_on_any_fault,
+            no_panic_in_any_scenario,
             keys_never_appear_in_debug_or_errors,
         );
         stream_scenarios!($h;

@@ -155,8 +155,9 @@ pub fn retry_after_seconds_is_honoured<H: Harness>() {
 
 pub fn retry_after_http_date_is_honoured<H: Harness>() {
     let unix = steadfast_http::clock::wall_unix();
-    // Against the response's Date (same second or the next), this asks for 1-2 s.
-    let gap = gap_after::<H>(Fault::status_retry_after(503, &http_date(unix + 2)));
+    // Against the response's Date (this second or the next), this asks for 2-3 s;
+    // without the hint the retry would follow within milliseconds.
+    let gap = gap_after::<H>(Fault::status_retry_after(503, &http_date(unix + 3)));
     assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
 }
 
@@ -315,6 +316,33 @@ pub fn no_panic_on_any_fault<H: Harness>() {
             assert!(!reply_text(&r.body).is_empty(), "{provider} {name}");
         }
         assert_eq!(server.stats().script_remaining, 0);
+    }
+}
+
+/// Every scenario of the mock, a few calls and a stream each: whatever the outcome,
+/// no panic, and every error is a typed give-up.
+pub fn no_panic_in_any_scenario<H: Harness>() {
+    for &scenario in Scenario::all() {
+        let server = mock_with(|c| {
+            c.scenario = scenario;
+            c.fault_rate = 0.5;
+            c.outage_for = Duration::from_millis(300);
+            c.latency_max = Duration::from_millis(500);
+            c.rpm = 2;
+        });
+        let e = EndpointDef::new(server.base_url(), Provider::Anthropic, "sk-quota-revoked")
+            .key("sk-test-key-two");
+        let c = H::build(Build::new(e));
+        for i in 0..3 {
+            match H::chat(&c, ask(&format!("call {i}"))) {
+                Ok(r) => assert!(r.attempts >= 1),
+                Err(e) => assert!(e.attempts <= 4, "{scenario}: {e}"),
+            }
+        }
+        if let Ok(items) = H::stream(&c, ask("a stream")) {
+            assert!(!items.is_empty(), "{scenario}");
+        }
+        assert!(server.stats().total_requests >= 1, "{scenario}");
     }
 }
 
