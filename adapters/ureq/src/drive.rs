@@ -27,7 +27,8 @@ fn send(
     *req.headers_mut() = out.headers;
     let config = agent
         .configure_request(req)
-        .timeout_global(Some(out.attempt.timeout));
+        .timeout_global(Some(out.attempt.timeout))
+        .timeout_connect(Some(out.attempt.connect_timeout));
     let config = if stream {
         config.timeout_recv_response(Some(
             out.attempt

@@ -18,8 +18,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Each attempt gets the core's timeout as ureq's global timeout; the connect timeout
-//! is the policy's. For streams, the time to the first event is enforced up to the
+//! Each attempt gets the core's timeout as ureq's global timeout and the core's connect
+//! timeout as ureq's (both per request). For streams, the time to the first event is enforced up to the
 //! response head (ureq fixes its timeouts when a request starts); after it, the
 //! attempt timeout bounds the stream.
 
@@ -94,8 +94,8 @@ impl ClientBuilder {
         self.seed(s)
     }
 
-    /// Uses this agent instead of one built with the policy's connect timeout. It
-    /// must not turn HTTP error statuses into errors (`http_status_as_error(false)`),
+    /// Uses this agent (its TLS, proxy and pool settings; timeouts are set per
+    /// attempt) instead of a default one. It must not turn HTTP error statuses into errors (`http_status_as_error(false)`),
     /// or every error status becomes an `Other` transport failure.
     #[must_use]
     pub fn agent(mut self, agent: ureq::Agent) -> Self {
