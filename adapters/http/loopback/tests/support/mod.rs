@@ -1,0 +1,255 @@
+//! What the loopback suites of both adapters share: the harness trait each adapter
+//! implements, test policies, a recording TCP tap, and the scenarios themselves
+//! (generic over the harness), instantiated per adapter by `scenarios!`.
+#![allow(dead_code)]
+
+pub mod scenarios;
+pub mod streams;
+pub mod tap;
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use steadfast_core::policy::Policy;
+use steadfast_http::{
+    CallError, EndpointDef, Fallback, MetricsSnapshot, Provider, Reply, Shared, SseEvent,
+    StreamError,
+};
+use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
+
+/// The seed every client in the suites uses (printed on failure through the test name).
+pub const SEED: u64 = 0x5eed_fa57;
+
+/// What a test gives a harness to build a client.
+pub struct Build {
+    pub policy: Policy,
+    pub endpoints: Vec<EndpointDef>,
+    pub fallbacks: Vec<Fallback>,
+    /// Clients of one test that share a server need different seeds, or they draw
+    /// the same idempotency keys (and the server replays the other's answers).
+    pub seed: u64,
+}
+
+impl Build {
+    pub fn new(endpoint: EndpointDef) -> Build {
+        Build {
+            policy: fast_policy(),
+            endpoints: vec![endpoint],
+            fallbacks: Vec::new(),
+            seed: SEED,
+        }
+    }
+
+    pub fn seed(mut self, seed: u64) -> Build {
+        self.seed = seed;
+        self
+    }
+
+    pub fn endpoint(mut self, e: EndpointDef) -> Build {
+        self.endpoints.push(e);
+        self
+    }
+
+    pub fn fallback(mut self, f: Fallback) -> Build {
+        self.fallbacks.push(f);
+        self
+    }
+
+    pub fn policy(mut self, f: impl FnOnce(&mut Policy)) -> Build {
+        f(&mut self.policy);
+        self
+    }
+}
+
+/// The result of a stream: the call's error, or the items the stream yielded.
+pub type Streamed<E> = Result<Vec<Result<SseEvent, StreamError<E>>>, CallError<E>>;
+
+/// One adapter, driven blocking from a test thread.
+pub trait Harness {
+    type Client: Debug;
+    type Source: std::error::Error + Debug + 'static;
+    const NAME: &'static str;
+
+    fn build(b: Build) -> Self::Client;
+    fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<Self::Source>>;
+    fn chat_with(c: &Self::Client, id: &str, body: Value)
+    -> Result<Reply, CallError<Self::Source>>;
+    fn stream(c: &Self::Client, body: Value) -> Streamed<Self::Source>;
+    fn metrics(c: &Self::Client) -> MetricsSnapshot;
+    fn shared(c: &Self::Client) -> &Shared;
+}
+
+/// Short timeouts and waits so the suites stay fast; no retry budget (a fresh client
+/// has earned none, and the floor spaces retries 100 ms apart).
+pub fn fast_policy() -> Policy {
+    let mut p = Policy::default();
+    p.retry.max_attempts = 4;
+    p.retry.deadline = Some(Duration::from_secs(8));
+    p.retry.attempt_timeout = Duration::from_millis(400);
+    p.retry.connect_timeout = Duration::from_millis(300);
+    p.retry.max_retry_after = Duration::from_secs(4);
+    p.backoff.base = Duration::from_millis(5);
+    p.backoff.cap = Duration::from_millis(20);
+    p.budget.enabled = false;
+    p
+}
+
+pub fn mock(scenario: Scenario) -> MockServer {
+    MockServer::start(MockConfig::new(scenario).with_seed(SEED)).expect("mock server starts")
+}
+
+pub fn mock_with(f: impl FnOnce(&mut MockConfig)) -> MockServer {
+    let mut c = MockConfig::new(Scenario::Ok).with_seed(SEED);
+    f(&mut c);
+    MockServer::start(c).expect("mock server starts")
+}
+
+pub fn openai(server: &MockServer) -> EndpointDef {
+    EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-test-key-one")
+}
+
+pub fn anthropic(server: &MockServer) -> EndpointDef {
+    EndpointDef::new(
+        server.base_url(),
+        Provider::Anthropic,
+        "sk-ant-test-key-one",
+    )
+}
+
+/// A chat request whose reply (the mock echoes the last user message) is `text`.
+pub fn ask(text: &str) -> Value {
+    json!({"model": "caller-model", "max_tokens": 64, "messages": [{"role": "user", "content": text}]})
+}
+
+/// The reply text of a success body of either provider.
+pub fn reply_text(body: &Value) -> String {
+    body.pointer("/choices/0/message/content")
+        .or_else(|| body.pointer("/content/0/text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A port on 127.0.0.1 that nothing listens on.
+pub fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    drop(l);
+    port
+}
+
+/// `status` with a raw `retry-after-ms`.
+pub fn status_retry_after_ms(status: u16, ms: &str) -> Fault {
+    Fault::Status {
+        status,
+        retry_after: None,
+        retry_after_ms: Some(ms.to_owned()),
+        body: None,
+        headers: Vec::new(),
+    }
+}
+
+/// `status` with this body.
+pub fn status_body(status: u16, body: &str) -> Fault {
+    Fault::Status {
+        status,
+        retry_after: None,
+        retry_after_ms: None,
+        body: Some(body.to_owned()),
+        headers: Vec::new(),
+    }
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix time.
+pub fn http_date(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let rem = unix % 86_400;
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Civil-from-days (proleptic Gregorian), 1970-01-01 was a Thursday.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days.rem_euclid(7)) as usize];
+    let mn = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][(mo - 1) as usize];
+    format!("{wd}, {d:02} {mn} {y} {h:02}:{m:02}:{s:02} GMT")
+}
+
+#[test]
+fn http_date_matches_a_known_value() {
+    assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+}
+
+/// Instantiates every scenario as a `#[test]` for harness `$h`.
+#[macro_export]
+macro_rules! scenarios {
+    ($h:ty; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
+                support::scenarios::$name::<$h>();
+            }
+        )*
+    };
+}
+
+/// Instantiates every stream scenario as a `#[test]` for harness `$h`.
+#[macro_export]
+macro_rules! stream_scenarios {
+    ($h:ty; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
+                support::streams::$name::<$h>();
+            }
+        )*
+    };
+}
+
+/// Every scenario of both lists, for one harness.
+#[macro_export]
+macro_rules! all_scenarios {
+    ($h:ty) => {
+        scenarios!($h;
+            success_openai,
+            success_anthropic,
+            business_id_sets_the_idempotency_key,
+            request_errors_are_not_retried,
+            key_errors_disable_the_key_and_rotate,
+            insufficient_quota_rotates_keys,
+            retryable_statuses_are_retried_with_the_same_key,
+            retry_after_seconds_is_honoured,
+            retry_after_http_date_is_honoured,
+            retry_after_ms_is_honoured,
+            hang_is_retried_with_the_same_idempotency_key,
+            connection_refused_is_retried_then_given_up,
+            failover_to_a_second_server_while_the_first_is_down,
+            open_breaker_fails_fast_without_reaching_the_server,
+            template_fallback_marks_the_reply_degraded,
+            stored_fallback_returns_the_last_result_degraded,
+            endpoint_fallback_answers_from_another_server,
+            no_panic_on_any_fault,
+            no_panic_in_any_scenario,
+            keys_never_appear_in_debug_or_errors,
+        );
+        stream_scenarios!($h;
+            stream_succeeds_with_every_event,
+            stream_cut_before_the_first_event_is_retried,
+            stream_hang_before_the_first_event_is_retried,
+            stream_cut_after_the_first_event_is_interrupted,
+            stream_error_status_is_retried,
+            no_panic_on_any_fault_while_streaming,
+        );
+    };
+}

@@ -1,0 +1,120 @@
+//! Request bodies: the caller's JSON with the endpoint's model and the stream flag.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+/// The bytes sent for `request` to an endpoint: `model` (when the endpoint sets one)
+/// replaces the request's `model`, and a stream gets `"stream": true`. A request that
+/// is not a JSON object is sent unchanged (the server will refuse it).
+pub fn prepare(request: &Value, model: Option<&str>, stream: bool) -> Bytes {
+    let Value::Object(fields) = request else {
+        return to_bytes(request);
+    };
+    let model_ok = model.is_none_or(|m| fields.get("model").and_then(Value::as_str) == Some(m));
+    let stream_ok = !stream || fields.get("stream") == Some(&Value::Bool(true));
+    if model_ok && stream_ok {
+        return to_bytes(request);
+    }
+    let mut fields = fields.clone();
+    if let Some(m) = model {
+        fields.insert("model".to_owned(), Value::String(m.to_owned()));
+    }
+    if stream {
+        fields.insert("stream".to_owned(), Value::Bool(true));
+    }
+    to_bytes(&Value::Object(fields))
+}
+
+fn to_bytes(v: &Value) -> Bytes {
+    // Serializing a `Value` cannot fail: its map keys are strings.
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A rough token cost of a request for token rate limits: a quarter of the body's
+/// bytes for the prompt, plus the completion budget it asks for (`max_tokens` or
+/// `max_completion_tokens`).
+pub fn estimate_tokens(request: &Value, body_len: usize) -> u64 {
+    let prompt = (body_len as u64).div_ceil(4);
+    let completion = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| request.get(k).and_then(Value::as_u64))
+        .unwrap_or(0);
+    prompt.saturating_add(completion)
+}
+
+/// Tokens a success body reports: `usage.total_tokens` (OpenAI) or
+/// `usage.input_tokens + usage.output_tokens` (Anthropic).
+pub fn tokens_used(body: &Value) -> Option<u64> {
+    let usage = body.get("usage")?;
+    if let Some(total) = usage.get("total_tokens").and_then(Value::as_u64) {
+        return Some(total);
+    }
+    let input = usage.get("input_tokens").and_then(Value::as_u64);
+    let output = usage.get("output_tokens").and_then(Value::as_u64);
+    match (input, output) {
+        (None, None) => None,
+        (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
+    }
+}
+
+/// The message of an error body (`error.message`, a string `error`, or a top-level
+/// `message`), cut to 500 characters. `None` for a body that is not such JSON.
+pub fn error_message(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let text = v
+        .pointer("/error/message")
+        .or_else(|| v.get("error").filter(|e| e.is_string()))
+        .or_else(|| v.get("message"))
+        .and_then(Value::as_str)?;
+    Some(text.chars().take(500).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(b: &Bytes) -> Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    #[test]
+    fn prepare_sets_model_and_stream() {
+        let req = json!({"model": "a", "messages": []});
+        assert_eq!(parse(&prepare(&req, None, false)), req);
+        assert_eq!(parse(&prepare(&req, Some("b"), false))["model"], "b");
+        let s = parse(&prepare(&req, None, true));
+        assert_eq!(s["stream"], true);
+        assert_eq!(s["model"], "a");
+        let s = parse(&prepare(&json!({"stream": false}), Some("m"), true));
+        assert_eq!(s, json!({"stream": true, "model": "m"}));
+        assert_eq!(parse(&prepare(&json!([1]), Some("m"), true)), json!([1]));
+    }
+
+    #[test]
+    fn usage_from_both_providers() {
+        assert_eq!(tokens_used(&json!({"usage": {"total_tokens": 7}})), Some(7));
+        assert_eq!(
+            tokens_used(&json!({"usage": {"input_tokens": 3, "output_tokens": 4}})),
+            Some(7)
+        );
+        assert_eq!(tokens_used(&json!({"usage": {}})), None);
+        assert_eq!(tokens_used(&json!({})), None);
+        assert_eq!(estimate_tokens(&json!({"max_tokens": 10}), 8), 12);
+    }
+
+    #[test]
+    fn error_messages() {
+        let m = error_message(br#"{"error":{"message":"slow down","type":"x"}}"#);
+        assert_eq!(m.as_deref(), Some("slow down"));
+        let m = error_message(
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(m.as_deref(), Some("Overloaded"));
+        assert_eq!(error_message(b"<html>502</html>"), None);
+        assert_eq!(
+            error_message(br#"{"error":"nope"}"#).as_deref(),
+            Some("nope")
+        );
+    }
+}

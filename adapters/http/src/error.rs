@@ -1,0 +1,240 @@
+//! The adapters' errors: a bad setup, a call that gave up, a stream cut short.
+
+use core::fmt;
+use std::error::Error;
+
+use steadfast_core::classify::{Class, Scope};
+use steadfast_core::error::ConfigError;
+use steadfast_core::ids::Target;
+use steadfast_core::retry::GiveUp;
+pub use steadfast_core::retry::GiveUpReason;
+
+/// A client that cannot be built from what it was given.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// The policy (or an endpoint's limiter) is invalid; the error names the field.
+    Config(ConfigError),
+    /// No endpoint was given.
+    NoEndpoints,
+    /// An endpoint has no key.
+    NoKeys {
+        /// Its index among the endpoints.
+        endpoint: usize,
+    },
+    /// An endpoint has more keys than the core supports.
+    TooManyKeys {
+        /// Its index among the endpoints.
+        endpoint: usize,
+    },
+    /// An endpoint's base URL does not start with `http://` or `https://`.
+    BaseUrl {
+        /// Its index among the endpoints.
+        endpoint: usize,
+    },
+    /// A key cannot be sent in an HTTP header (it has control characters).
+    InvalidKey {
+        /// Its endpoint's index.
+        endpoint: usize,
+        /// Its index among the endpoint's keys.
+        key: usize,
+    },
+    /// The operating system's random source failed while seeding.
+    Seed,
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Config(e) => write!(f, "invalid policy: {e}"),
+            SetupError::NoEndpoints => f.write_str("no endpoint configured"),
+            SetupError::NoKeys { endpoint } => write!(f, "endpoint {endpoint} has no key"),
+            SetupError::TooManyKeys { endpoint } => {
+                write!(f, "endpoint {endpoint} has too many keys")
+            }
+            SetupError::BaseUrl { endpoint } => write!(
+                f,
+                "endpoint {endpoint}: the base URL must start with http:// or https://"
+            ),
+            SetupError::InvalidKey { endpoint, key } => write!(
+                f,
+                "endpoint {endpoint}, key {key}: not a valid HTTP header value"
+            ),
+            SetupError::Seed => f.write_str("could not read the OS random source"),
+        }
+    }
+}
+
+impl Error for SetupError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            SetupError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for SetupError {
+    fn from(e: ConfigError) -> SetupError {
+        SetupError::Config(e)
+    }
+}
+
+/// A call that gave up (after its fallbacks, if any, found nothing).
+///
+/// `E` is the HTTP client's error type; the last transport failure, when the last
+/// attempt had one, is the [`source`](Error::source). The message is the one of the
+/// last error body, with every configured key removed from it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CallError<E> {
+    /// Why the call gave up.
+    pub reason: GiveUpReason,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The HTTP status of the last attempt, when it got one.
+    pub status: Option<u16>,
+    /// The class of the last failure, when there was an attempt.
+    pub class: Option<Class>,
+    /// The scope of the last failure, when there was an attempt.
+    pub scope: Option<Scope>,
+    /// Where the last attempt went.
+    pub target: Option<Target>,
+    /// The message of the last error body.
+    pub message: Option<String>,
+    /// The last attempt's transport error.
+    pub source: Option<E>,
+}
+
+impl<E> CallError<E> {
+    /// The error for a give-up, with what the session kept of the last attempt.
+    pub fn new(
+        give_up: &GiveUp,
+        target: Option<Target>,
+        message: Option<String>,
+        source: Option<E>,
+    ) -> CallError<E> {
+        CallError {
+            reason: give_up.reason,
+            attempts: give_up.attempts,
+            status: give_up.last_status,
+            class: give_up.last_failure.map(|f| f.class),
+            scope: give_up.last_failure.map(|f| f.scope),
+            target,
+            message,
+            source,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CallError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call failed: {}", self.reason)?;
+        let s = if self.attempts == 1 { "" } else { "s" };
+        write!(f, " after {} attempt{s}", self.attempts)?;
+        if let Some(status) = self.status {
+            write!(f, "; last status {status}")?;
+        }
+        if let Some(class) = self.class {
+            write!(f, " ({class:?})")?;
+        }
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        } else if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: Error + 'static> Error for CallError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn Error + 'static))
+    }
+}
+
+/// How a stream that had started ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Interruption {
+    /// The connection failed or closed in the middle of the body.
+    Cut,
+    /// The stream outlived the attempt timeout.
+    Timeout,
+    /// An event's data was not the JSON the API promises.
+    Malformed,
+    /// The server sent an error event (say, Anthropic's `overloaded_error`).
+    ErrorEvent,
+    /// The body ended cleanly without the API's final event (`[DONE]`, `message_stop`).
+    Unfinished,
+}
+
+impl fmt::Display for Interruption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Interruption::Cut => "connection cut",
+            Interruption::Timeout => "timed out",
+            Interruption::Malformed => "malformed event",
+            Interruption::ErrorEvent => "error event",
+            Interruption::Unfinished => "ended without its final event",
+        })
+    }
+}
+
+/// A stream that failed after its first event reached the caller. Such a stream is
+/// never retried (the caller already holds part of it): the text received so far is
+/// handed back instead.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamError<E> {
+    /// The stream ended early.
+    Interrupted {
+        /// The generated text received so far (the content deltas, concatenated).
+        partial: String,
+        /// How it ended.
+        cause: Interruption,
+        /// The client's error, when there was one.
+        source: Option<E>,
+    },
+}
+
+impl<E> StreamError<E> {
+    /// The text received before the interruption.
+    pub fn partial(&self) -> &str {
+        match self {
+            StreamError::Interrupted { partial, .. } => partial,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for StreamError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::Interrupted {
+                partial,
+                cause,
+                source,
+            } => {
+                write!(
+                    f,
+                    "stream interrupted ({cause}) after {} characters",
+                    partial.chars().count()
+                )?;
+                if let Some(s) = source {
+                    write!(f, ": {s}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<E: Error + 'static> Error for StreamError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            StreamError::Interrupted { source, .. } => {
+                source.as_ref().map(|e| e as &(dyn Error + 'static))
+            }
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Counters the caller can read, fed from the core's events; with the `tracing`
+//! feature, one `tracing` event per core event as well. Events name endpoints and
+//! keys by index only, so no secret can reach a counter or a log line.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use steadfast_core::breaker::StateKind;
+use steadfast_core::engine::EngineEvent;
+use steadfast_core::pool::PoolEvent;
+use steadfast_core::retry::{CallEvent, GiveUpReason};
+
+use crate::fallback::FallbackKind;
+
+/// Live counters, shared by a client's calls (and its fallback endpoints).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    successes: AtomicU64,
+    give_ups: [AtomicU64; GIVE_UP_SLOTS],
+    breaker: [AtomicU64; 3],
+    keys_cooled: AtomicU64,
+    keys_disabled: AtomicU64,
+    keys_enabled: AtomicU64,
+    failovers: AtomicU64,
+    fallbacks: [AtomicU64; 3],
+    stream_interruptions: AtomicU64,
+}
+
+const GIVE_UP_SLOTS: usize = 11;
+
+fn give_up_slot(reason: &GiveUpReason) -> usize {
+    match reason {
+        GiveUpReason::NotRetryable => 0,
+        GiveUpReason::UnsafeToRetry => 1,
+        GiveUpReason::RetriesExhausted => 2,
+        GiveUpReason::DeadlineExceeded => 3,
+        GiveUpReason::HintTooLong { .. } => 4,
+        GiveUpReason::BudgetExhausted => 5,
+        GiveUpReason::BreakerOpen { .. } => 6,
+        GiveUpReason::NoUsableKey => 7,
+        GiveUpReason::RateLimited { .. } => 8,
+        GiveUpReason::Cancelled => 9,
+        _ => 10,
+    }
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+impl Metrics {
+    /// Counts one event of a call.
+    pub fn on_call_event(&self, ev: &CallEvent) {
+        trace_call(ev);
+        match ev {
+            CallEvent::AttemptStarted { id, .. } => {
+                bump(&self.attempts);
+                if id.0 > 1 {
+                    bump(&self.retries);
+                }
+            }
+            CallEvent::Failover { .. } => bump(&self.failovers),
+            CallEvent::Succeeded { .. } => bump(&self.successes),
+            CallEvent::GaveUp { reason, .. } => {
+                if let Some(c) = self.give_ups.get(give_up_slot(reason)) {
+                    bump(c);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts one event of the shared machines.
+    pub fn on_engine_event(&self, ev: &EngineEvent) {
+        trace_engine(ev);
+        match ev {
+            EngineEvent::Breaker { event, .. } => {
+                let slot = match event.to {
+                    StateKind::Open => 0,
+                    StateKind::HalfOpen => 1,
+                    StateKind::Closed => 2,
+                };
+                if let Some(c) = self.breaker.get(slot) {
+                    bump(c);
+                }
+            }
+            EngineEvent::Key(PoolEvent::KeyCooled { .. }) => bump(&self.keys_cooled),
+            EngineEvent::Key(PoolEvent::KeyDisabled { .. }) => bump(&self.keys_disabled),
+            EngineEvent::Key(PoolEvent::KeyEnabled { .. }) => bump(&self.keys_enabled),
+            _ => {}
+        }
+    }
+
+    /// Counts a fallback that produced the reply.
+    pub fn on_fallback(&self, via: FallbackKind, reason: &GiveUpReason) {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(target: "steadfast", via = ?via, reason = %reason, "degraded reply from a fallback");
+        #[cfg(not(feature = "tracing"))]
+        let _ = reason;
+        let slot = match via {
+            FallbackKind::Endpoint => 0,
+            FallbackKind::Stored => 1,
+            FallbackKind::Template => 2,
+        };
+        if let Some(c) = self.fallbacks.get(slot) {
+            bump(c);
+        }
+    }
+
+    /// Counts a stream interrupted after its first event.
+    pub fn on_stream_interrupted(&self) {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(target: "steadfast", "stream interrupted after its first event");
+        bump(&self.stream_interruptions);
+    }
+
+    /// A consistent-enough copy of every counter (each is read atomically).
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let g = |i: usize| self.give_ups.get(i).map_or(0, get);
+        let b = |i: usize| self.breaker.get(i).map_or(0, get);
+        let f = |i: usize| self.fallbacks.get(i).map_or(0, get);
+        MetricsSnapshot {
+            attempts: get(&self.attempts),
+            retries: get(&self.retries),
+            successes: get(&self.successes),
+            give_ups: GiveUps {
+                not_retryable: g(0),
+                unsafe_to_retry: g(1),
+                retries_exhausted: g(2),
+                deadline_exceeded: g(3),
+                hint_too_long: g(4),
+                budget_exhausted: g(5),
+                breaker_open: g(6),
+                no_usable_key: g(7),
+                rate_limited: g(8),
+                cancelled: g(9),
+                other: g(10),
+            },
+            breaker_opened: b(0),
+            breaker_half_opened: b(1),
+            breaker_closed: b(2),
+            keys_cooled: get(&self.keys_cooled),
+            keys_disabled: get(&self.keys_disabled),
+            keys_enabled: get(&self.keys_enabled),
+            failovers: get(&self.failovers),
+            fallbacks: Fallbacks {
+                endpoint: f(0),
+                stored: f(1),
+                template: f(2),
+            },
+            stream_interruptions: get(&self.stream_interruptions),
+        }
+    }
+}
+
+/// The counters at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MetricsSnapshot {
+    /// Attempts sent (first tries and retries).
+    pub attempts: u64,
+    /// Attempts after the first of their call.
+    pub retries: u64,
+    /// Calls that succeeded (a fallback endpoint's own call included).
+    pub successes: u64,
+    /// Calls that gave up, by reason.
+    pub give_ups: GiveUps,
+    /// Breakers that opened.
+    pub breaker_opened: u64,
+    /// Breakers that half-opened.
+    pub breaker_half_opened: u64,
+    /// Breakers that closed again.
+    pub breaker_closed: u64,
+    /// Keys that started (or extended) a cooldown.
+    pub keys_cooled: u64,
+    /// Keys disabled (401, 403, exhausted quota).
+    pub keys_disabled: u64,
+    /// Keys enabled again.
+    pub keys_enabled: u64,
+    /// Attempts that went to another endpoint than the one before.
+    pub failovers: u64,
+    /// Replies that came from a fallback, by kind.
+    pub fallbacks: Fallbacks,
+    /// Streams interrupted after their first event.
+    pub stream_interruptions: u64,
+}
+
+/// Give-ups by reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct GiveUps {
+    /// [`GiveUpReason::NotRetryable`].
+    pub not_retryable: u64,
+    /// [`GiveUpReason::UnsafeToRetry`].
+    pub unsafe_to_retry: u64,
+    /// [`GiveUpReason::RetriesExhausted`].
+    pub retries_exhausted: u64,
+    /// [`GiveUpReason::DeadlineExceeded`].
+    pub deadline_exceeded: u64,
+    /// [`GiveUpReason::HintTooLong`].
+    pub hint_too_long: u64,
+    /// [`GiveUpReason::BudgetExhausted`].
+    pub budget_exhausted: u64,
+    /// [`GiveUpReason::BreakerOpen`].
+    pub breaker_open: u64,
+    /// [`GiveUpReason::NoUsableKey`].
+    pub no_usable_key: u64,
+    /// [`GiveUpReason::RateLimited`].
+    pub rate_limited: u64,
+    /// [`GiveUpReason::Cancelled`].
+    pub cancelled: u64,
+    /// Reasons added to the core after this crate was written.
+    pub other: u64,
+}
+
+impl GiveUps {
+    /// All give-ups.
+    pub fn total(&self) -> u64 {
+        [
+            self.not_retryable,
+            self.unsafe_to_retry,
+            self.retries_exhausted,
+            self.deadline_exceeded,
+            self.hint_too_long,
+            self.budget_exhausted,
+            self.breaker_open,
+            self.no_usable_key,
+            self.rate_limited,
+            self.cancelled,
+            self.other,
+        ]
+        .iter()
+        .sum()
+    }
+}
+
+/// Fallback replies by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Fallbacks {
+    /// From a fallback endpoint.
+    pub endpoint: u64,
+    /// From the idempotency store.
+    pub stored: u64,
+    /// From a fixed template.
+    pub template: u64,
+}
+
+impl Fallbacks {
+    /// All fallback replies.
+    pub fn total(&self) -> u64 {
+        self.endpoint + self.stored + self.template
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn trace_call(ev: &CallEvent) {
+    use tracing::{debug, info, warn};
+    match ev {
+        CallEvent::AttemptStarted { at, id, target } => {
+            debug!(target: "steadfast", at = %at, attempt = id.0, to = %target, "attempt started");
+        }
+        CallEvent::RetryScheduled { at, failure, until } => info!(
+            target: "steadfast",
+            at = %at,
+            class = ?failure.class,
+            scope = ?failure.scope,
+            until = %until,
+            "retry scheduled"
+        ),
+        CallEvent::Failover { at, from, to } => {
+            warn!(target: "steadfast", at = %at, from = %from, to = %to, "failover");
+        }
+        CallEvent::Succeeded { at, attempts } => {
+            debug!(target: "steadfast", at = %at, attempts, "call succeeded");
+        }
+        CallEvent::GaveUp { at, reason } => {
+            warn!(target: "steadfast", at = %at, reason = %reason, "call gave up");
+        }
+        other => debug!(target: "steadfast", event = ?other, "call event"),
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+fn trace_call(_: &CallEvent) {}
+
+#[cfg(feature = "tracing")]
+fn trace_engine(ev: &EngineEvent) {
+    use tracing::{debug, info, warn};
+    match ev {
+        EngineEvent::Breaker { endpoint, event } => warn!(
+            target: "steadfast",
+            at = %event.at,
+            endpoint = %endpoint,
+            from = ?event.from,
+            to = ?event.to,
+            "breaker transition"
+        ),
+        EngineEvent::Key(PoolEvent::KeyCooled { at, target, until }) => {
+            info!(target: "steadfast", at = %at, key = %target, until = %until, "key cooling down");
+        }
+        EngineEvent::Key(PoolEvent::KeyDisabled { at, target, reason }) => {
+            warn!(target: "steadfast", at = %at, key = %target, reason = ?reason, "key disabled");
+        }
+        EngineEvent::Key(PoolEvent::KeyEnabled { at, target }) => {
+            info!(target: "steadfast", at = %at, key = %target, "key enabled");
+        }
+        other => debug!(target: "steadfast", event = ?other, "engine event"),
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+fn trace_engine(_: &EngineEvent) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steadfast_core::breaker::BreakerEvent;
+    use steadfast_core::ids::{AttemptId, EndpointId, Target};
+    use steadfast_core::time::Timestamp;
+
+    #[test]
+    fn events_feed_counters() {
+        let m = Metrics::default();
+        let t = Target::new(0, 0);
+        let at = Timestamp::ZERO;
+        for id in 1..=3 {
+            m.on_call_event(&CallEvent::AttemptStarted {
+                at,
+                id: AttemptId(id),
+                target: t,
+            });
+        }
+        m.on_call_event(&CallEvent::Failover {
+            at,
+            from: t,
+            to: Target::new(1, 0),
+        });
+        m.on_call_event(&CallEvent::GaveUp {
+            at,
+            reason: GiveUpReason::NoUsableKey,
+        });
+        m.on_call_event(&CallEvent::Succeeded { at, attempts: 1 });
+        m.on_engine_event(&EngineEvent::Breaker {
+            endpoint: EndpointId(0),
+            event: BreakerEvent {
+                at,
+                from: StateKind::Closed,
+                to: StateKind::Open,
+            },
+        });
+        m.on_engine_event(&EngineEvent::Key(PoolEvent::KeyCooled {
+            at,
+            target: t,
+            until: at,
+        }));
+        m.on_fallback(FallbackKind::Template, &GiveUpReason::NoUsableKey);
+        let s = m.snapshot();
+        assert_eq!((s.attempts, s.retries, s.successes), (3, 2, 1));
+        assert_eq!(s.failovers, 1);
+        assert_eq!(s.give_ups.no_usable_key, 1);
+        assert_eq!(s.give_ups.total(), 1);
+        assert_eq!((s.breaker_opened, s.keys_cooled), (1, 1));
+        assert_eq!(s.fallbacks.template, 1);
+        assert_eq!(s.fallbacks.total(), 1);
+    }
+}

@@ -1,0 +1,174 @@
+//! Mapping a finished HTTP exchange, or a client error, into the core's [`Outcome`].
+//!
+//! Each client translates its own error type into a [`Transport`] (what failed and
+//! whether the request may have been sent); the helpers here do the parts that are the
+//! same for every client.
+
+use std::error::Error;
+use std::io;
+
+use http::HeaderMap;
+use serde_json::Value;
+use steadfast_core::outcome::{BodyState, Outcome, Phase, Response, Transport, TransportKind};
+
+use crate::body::tokens_used;
+
+/// The outcome of a response that arrived whole, and its body parsed as JSON when the
+/// status is 2xx and the body is JSON. A 2xx body that is not JSON is
+/// [`BodyState::Malformed`]; token usage is read from a JSON success body.
+pub fn response(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    wall_now_unix: u64,
+) -> (Outcome, Option<Value>) {
+    let pairs = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    let mut r = Response::from_http(status, pairs, body, wall_now_unix);
+    if !(200..300).contains(&status) {
+        return (Outcome::Response(r), None);
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => {
+            r.tokens_used = tokens_used(&v);
+            (Outcome::Response(r), Some(v))
+        }
+        Err(_) => (Outcome::Response(r.with_body(BodyState::Malformed)), None),
+    }
+}
+
+/// The outcome of a 2xx stream whose first event arrived (well-formed or not).
+pub fn stream_started(
+    status: u16,
+    headers: &HeaderMap,
+    first_event_ok: bool,
+    wall_now_unix: u64,
+) -> Outcome {
+    let pairs = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    let r = Response::from_http(status, pairs, b"", wall_now_unix);
+    let state = if first_event_ok {
+        BodyState::Complete
+    } else {
+        BodyState::Malformed
+    };
+    Outcome::Response(r.with_body(state))
+}
+
+/// The outcome of a failure below HTTP.
+pub fn transport(t: Transport) -> Outcome {
+    Outcome::Transport(t)
+}
+
+/// The first [`io::Error`] in an error's `source` chain (the error itself included).
+pub fn find_io_error<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a io::Error> {
+    let mut cur: Option<&'a (dyn Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// What an I/O error kind means below HTTP: refused, timed out, reset; anything else
+/// is [`TransportKind::Other`]. An end of file is a reset before a status line and a
+/// cut body after it, so the caller passes whether a status line arrived.
+pub fn io_kind(kind: io::ErrorKind, status_seen: bool) -> TransportKind {
+    use io::ErrorKind as K;
+    match kind {
+        K::ConnectionRefused => TransportKind::ConnectRefused,
+        K::TimedOut | K::WouldBlock => TransportKind::Timeout,
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::NotConnected => {
+            if status_seen {
+                TransportKind::BodyCut
+            } else {
+                TransportKind::Reset
+            }
+        }
+        K::UnexpectedEof if status_seen => TransportKind::BodyCut,
+        K::UnexpectedEof => TransportKind::Reset,
+        _ => TransportKind::Other,
+    }
+}
+
+/// The phase of a failure of `kind`: connect-type failures happen before the request
+/// leaves; everything else may come after.
+pub fn phase_of(kind: TransportKind) -> Phase {
+    match kind {
+        TransportKind::Dns
+        | TransportKind::ConnectRefused
+        | TransportKind::ConnectTimeout
+        | TransportKind::Tls => Phase::BeforeSend,
+        TransportKind::Timeout
+        | TransportKind::Reset
+        | TransportKind::BodyCut
+        | TransportKind::Other => Phase::AfterSend,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn success_is_parsed_and_counted() {
+        let h = HeaderMap::new();
+        let (o, v) = response(200, &h, br#"{"usage":{"total_tokens":9}}"#, 0);
+        let Outcome::Response(r) = o else { panic!() };
+        assert_eq!(r.body, BodyState::Complete);
+        assert_eq!(r.tokens_used, Some(9));
+        assert!(v.is_some());
+        let (o, v) = response(200, &h, br#"{"usage":"#, 0);
+        let Outcome::Response(r) = o else { panic!() };
+        assert_eq!(r.body, BodyState::Malformed);
+        assert!(v.is_none());
+    }
+
+    #[test]
+    fn errors_carry_hints_and_facts() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        let (o, v) = response(429, &h, br#"{"error":{"code":"insufficient_quota"}}"#, 0);
+        let Outcome::Response(r) = o else { panic!() };
+        assert!(v.is_none());
+        assert_eq!(r.status, 429);
+        assert!(r.error.kind.is_some());
+        assert!(r.hints.wait_hint().is_some());
+    }
+
+    #[test]
+    fn io_translation() {
+        let e = io::Error::new(io::ErrorKind::ConnectionRefused, "no");
+        let wrapped: Box<dyn Error + 'static> = Box::new(Wrap(e));
+        let found = find_io_error(wrapped.as_ref()).unwrap();
+        assert_eq!(io_kind(found.kind(), false), TransportKind::ConnectRefused);
+        assert_eq!(
+            io_kind(io::ErrorKind::UnexpectedEof, true),
+            TransportKind::BodyCut
+        );
+        assert_eq!(
+            io_kind(io::ErrorKind::ConnectionReset, false),
+            TransportKind::Reset
+        );
+        assert_eq!(phase_of(TransportKind::ConnectRefused), Phase::BeforeSend);
+        assert_eq!(phase_of(TransportKind::Reset), Phase::AfterSend);
+    }
+
+    #[derive(Debug)]
+    struct Wrap(io::Error);
+    impl std::fmt::Display for Wrap {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("wrap")
+        }
+    }
+    impl Error for Wrap {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The API shapes steadfast speaks: the request path and the authentication headers.
+
+use core::fmt;
+use core::str::FromStr;
+
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use crate::key::ApiKey;
+
+/// `Idempotency-Key`: the same value on every attempt of one logical call.
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+/// Anthropic's key header.
+pub const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+/// Anthropic's API version header.
+pub const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-version");
+/// The `anthropic-version` value sent.
+pub const ANTHROPIC_VERSION_VALUE: &str = "2023-06-01";
+
+/// Which API an endpoint speaks.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI-compatible: `POST /v1/chat/completions`, `Authorization: Bearer KEY`.
+    #[default]
+    OpenAi,
+    /// Anthropic: `POST /v1/messages`, `x-api-key: KEY`, `anthropic-version: 2023-06-01`.
+    Anthropic,
+}
+
+impl Provider {
+    /// The name used in configuration and on command lines: `openai` or `anthropic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
+    /// The request path below the API root, starting with `/v1`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "/v1/chat/completions",
+            Provider::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// The full request URL for a base URL given with or without a trailing `/v1`
+    /// or `/` (`https://api.openai.com`, `https://api.openai.com/v1/` and
+    /// `http://127.0.0.1:8080` all work).
+    pub fn url(self, base_url: &str) -> String {
+        let mut base = base_url.trim().trim_end_matches('/');
+        if let Some(stripped) = base.strip_suffix("/v1") {
+            base = stripped;
+        }
+        let mut url = String::with_capacity(base.len() + self.path().len());
+        url.push_str(base);
+        url.push_str(self.path());
+        url
+    }
+
+    /// The headers every request to this provider with `key` carries: authentication
+    /// (marked sensitive, so `http`'s `Debug` hides it), the API version where one is
+    /// required, and `content-type: application/json`.
+    pub fn headers(self, key: &ApiKey) -> Result<HeaderMap, http::header::InvalidHeaderValue> {
+        let mut map = HeaderMap::with_capacity(4);
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        match self {
+            Provider::OpenAi => {
+                let mut v = HeaderValue::try_from(format!("Bearer {}", key.expose()))?;
+                v.set_sensitive(true);
+                map.insert(AUTHORIZATION, v);
+            }
+            Provider::Anthropic => {
+                let mut v = HeaderValue::try_from(key.expose())?;
+                v.set_sensitive(true);
+                map.insert(X_API_KEY, v);
+                map.insert(
+                    ANTHROPIC_VERSION,
+                    HeaderValue::from_static(ANTHROPIC_VERSION_VALUE),
+                );
+            }
+        }
+        Ok(map)
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A provider name that is neither `openai` nor `anthropic`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownProvider(pub String);
+
+impl fmt::Display for UnknownProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown provider `{}` (expected `openai` or `anthropic`)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownProvider {}
+
+impl FromStr for Provider {
+    type Err = UnknownProvider;
+
+    /// `openai` or `anthropic`, ASCII case-insensitive.
+    fn from_str(s: &str) -> Result<Provider, UnknownProvider> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            _ => Err(UnknownProvider(s.to_owned())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_accepts_base_with_or_without_v1_and_slash() {
+        for base in [
+            "http://h:1",
+            "http://h:1/",
+            "http://h:1/v1",
+            "http://h:1/v1/",
+            " http://h:1 ",
+        ] {
+            assert_eq!(
+                Provider::OpenAi.url(base),
+                "http://h:1/v1/chat/completions",
+                "{base}"
+            );
+            assert_eq!(Provider::Anthropic.url(base), "http://h:1/v1/messages");
+        }
+        assert_eq!(
+            Provider::OpenAi.url("https://proxy.example/openai/v1"),
+            "https://proxy.example/openai/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn names_parse_and_serde() {
+        assert_eq!("openai".parse::<Provider>(), Ok(Provider::OpenAi));
+        assert_eq!("Anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
+        assert!("azure".parse::<Provider>().is_err());
+        assert_eq!(
+            serde_json::to_string(&Provider::Anthropic).unwrap(),
+            "\"anthropic\""
+        );
+        assert_eq!(
+            serde_json::from_str::<Provider>("\"openai\"").unwrap(),
+            Provider::OpenAi
+        );
+        assert!(serde_json::from_str::<Provider>("\"OpenAi\"").is_err());
+    }
+
+    #[test]
+    fn auth_headers_are_sensitive_and_shaped_per_provider() {
+        let key = ApiKey::new("sk-secret-123");
+        let h = Provider::OpenAi.headers(&key).unwrap();
+        assert_eq!(h[AUTHORIZATION], "Bearer sk-secret-123");
+        assert!(h[AUTHORIZATION].is_sensitive());
+        assert!(!format!("{h:?}").contains("secret"));
+        let h = Provider::Anthropic.headers(&key).unwrap();
+        assert_eq!(h[X_API_KEY], "sk-secret-123");
+        assert_eq!(h[ANTHROPIC_VERSION], "2023-06-01");
+        assert!(h.get(AUTHORIZATION).is_none());
+        assert!(!format!("{h:?}").contains("secret"));
+        assert!(Provider::OpenAi.headers(&ApiKey::new("bad\nkey")).is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! The reading of a started stream, shared by the async and the blocking adapter: bytes
+//! in, events (or the interruption, with the text so far) out.
+
+use std::sync::Arc;
+
+use crate::error::{Interruption, StreamError};
+use crate::metrics::Metrics;
+use crate::provider::Provider;
+use crate::sse::{EventKind, SseEvent, SseParser, StreamText};
+
+/// What the reader wants next.
+#[derive(Debug)]
+pub enum Next<E> {
+    /// Hand this to the caller.
+    Item(Result<SseEvent, StreamError<E>>),
+    /// Read more bytes and [`EventReader::push`] them (or report the end or an error).
+    Read,
+    /// The stream is over.
+    End,
+}
+
+/// Reads one provider's event stream. Before the first event reaches the caller the
+/// adapter uses [`EventReader::first_event`] (the call may still be retried); after,
+/// [`EventReader::next_item`], and failures become [`StreamError::Interrupted`] with the
+/// text received so far.
+#[derive(Debug)]
+pub struct EventReader {
+    parser: SseParser,
+    text: StreamText,
+    first: Option<SseEvent>,
+    over: bool,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl EventReader {
+    /// A reader of `provider`'s events.
+    pub fn new(provider: Provider) -> EventReader {
+        EventReader {
+            parser: SseParser::new(),
+            text: StreamText::new(provider),
+            first: None,
+            over: false,
+            metrics: None,
+        }
+    }
+
+    /// The same reader counting interruptions in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> EventReader {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Feeds bytes of the body.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.parser.push(bytes);
+    }
+
+    /// Before the stream is handed over: the first complete event, and whether it is
+    /// what the API sends (JSON, not an error event). The event is kept and will be
+    /// the first [`EventReader::next_item`] item.
+    pub fn first_event(&mut self) -> Option<bool> {
+        let ev = self.parser.next_event()?;
+        let ok = self.text.observe(&ev).is_ok();
+        self.first = Some(ev);
+        Some(ok)
+    }
+
+    /// The next thing to do or hand over.
+    pub fn next_item<E>(&mut self) -> Next<E> {
+        if self.over {
+            return Next::End;
+        }
+        if let Some(ev) = self.first.take() {
+            return Next::Item(Ok(ev));
+        }
+        if self.text.is_done() {
+            self.over = true;
+            return Next::End;
+        }
+        let Some(ev) = self.parser.next_event() else {
+            return Next::Read;
+        };
+        match self.text.observe(&ev) {
+            Ok(EventKind::Content | EventKind::Done) => Next::Item(Ok(ev)),
+            Err(cause) => Next::Item(Err(self.interrupt(cause, None))),
+        }
+    }
+
+    /// The body ended cleanly: the end, or an interruption when the final event
+    /// never came.
+    pub fn on_eof<E>(&mut self) -> Next<E> {
+        if self.over || self.text.is_done() {
+            self.over = true;
+            return Next::End;
+        }
+        Next::Item(Err(self.interrupt(Interruption::Unfinished, None)))
+    }
+
+    /// Reading the body failed: the interruption, with the client's error.
+    pub fn on_error<E>(&mut self, cause: Interruption, source: Option<E>) -> Next<E> {
+        if self.over {
+            return Next::End;
+        }
+        Next::Item(Err(self.interrupt(cause, source)))
+    }
+
+    fn interrupt<E>(&mut self, cause: Interruption, source: Option<E>) -> StreamError<E> {
+        self.over = true;
+        if let Some(m) = &self.metrics {
+            m.on_stream_interrupted();
+        }
+        StreamError::Interrupted {
+            partial: self.text.take_text(),
+            cause,
+            source,
+        }
+    }
+
+    /// The text received so far.
+    pub fn text(&self) -> &str {
+        self.text.text()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(r: &mut EventReader) -> Vec<Result<SseEvent, StreamError<()>>> {
+        let mut out = Vec::new();
+        while let Next::Item(i) = r.next_item() {
+            out.push(i);
+        }
+        out
+    }
+
+    #[test]
+    fn first_event_then_the_rest_then_end() {
+        let mut r = EventReader::new(Provider::OpenAi);
+        assert_eq!(r.first_event(), None);
+        r.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n");
+        assert_eq!(r.first_event(), Some(true));
+        r.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n");
+        let items = drain(&mut r);
+        assert_eq!(items.len(), 3);
+        assert!(items.iter().all(Result::is_ok));
+        assert!(matches!(r.next_item::<()>(), Next::End));
+        assert!(matches!(r.on_eof::<()>(), Next::End));
+    }
+
+    #[test]
+    fn a_cut_keeps_the_partial_text() {
+        let m = Arc::new(Metrics::default());
+        let mut r = EventReader::new(Provider::OpenAi).with_metrics(Arc::clone(&m));
+        r.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n");
+        assert_eq!(r.first_event(), Some(true));
+        r.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\ndata: {\"cho");
+        assert_eq!(drain(&mut r).len(), 2);
+        let Next::Item(Err(e)) = r.on_error(Interruption::Cut, Some(())) else {
+            panic!("expected an interruption");
+        };
+        assert_eq!(e.partial(), "Hello");
+        assert!(matches!(r.next_item::<()>(), Next::End));
+        assert_eq!(m.snapshot().stream_interruptions, 1);
+        let mut r = EventReader::new(Provider::OpenAi);
+        r.push(b"data: {}\n\n");
+        r.first_event();
+        drain(&mut r);
+        assert!(matches!(r.on_eof::<()>(), Next::Item(Err(_))));
+    }
+
+    #[test]
+    fn a_bad_first_event_is_flagged() {
+        let mut r = EventReader::new(Provider::Anthropic);
+        r.push(b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n");
+        assert_eq!(r.first_event(), Some(false));
+    }
+}

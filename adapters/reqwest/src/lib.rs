@@ -1,0 +1,196 @@
+//! `steadfast-reqwest`: an async client (tokio + reqwest) for OpenAI-compatible and
+//! Anthropic APIs that survives rate limits, overloads, outages and bad keys.
+//!
+//! Every decision — whether, when, where and with which key to try again — is made
+//! by [`steadfast_core`]; this crate sends, sleeps and reports.
+//!
+//! ```no_run
+//! use steadfast_reqwest::{Client, EndpointDef, Provider};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::builder()
+//!     .endpoint(EndpointDef::new("https://api.openai.com", Provider::OpenAi, "sk-...").model("gpt-4o-mini"))
+//!     .build()?;
+//! let reply = client
+//!     .chat(serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))
+//!     .await?;
+//! println!("{}", reply.body);
+//! # Ok(()) }
+//! ```
+//!
+//! The engine sits behind a `std::sync::Mutex`, locked only for the core's decisions
+//! (never across an `.await`). Each attempt gets the core's timeout as reqwest's
+//! per-request timeout; the connect timeout is the policy's, set on the reqwest client.
+
+#![forbid(unsafe_code)]
+
+mod drive;
+mod errors;
+mod stream;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+pub use steadfast_core::policy::{Policy, Preset};
+pub use steadfast_http::{
+    ApiKey, Degraded, EndpointDef, Fallback, FallbackKind, GiveUpReason, Interruption,
+    MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
+};
+use steadfast_http::{Setup, Shared};
+pub use stream::EventStream;
+
+/// A call that gave up; its source is the last attempt's reqwest error.
+pub type CallError = steadfast_http::CallError<reqwest::Error>;
+/// A stream that failed after its first event; its source is reqwest's error.
+pub type StreamError = steadfast_http::StreamError<reqwest::Error>;
+
+/// A client that cannot be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The policy, an endpoint or the seed.
+    Setup(SetupError),
+    /// reqwest could not build its client (TLS backend, resolver).
+    Client(reqwest::Error),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Setup(e) => e.fmt(f),
+            BuildError::Client(e) => write!(f, "cannot build the HTTP client: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Setup(e) => Some(e),
+            BuildError::Client(e) => Some(e),
+        }
+    }
+}
+
+impl From<SetupError> for BuildError {
+    fn from(e: SetupError) -> BuildError {
+        BuildError::Setup(e)
+    }
+}
+
+/// Builds a [`Client`].
+#[derive(Debug, Default)]
+pub struct ClientBuilder {
+    setup: Setup,
+    http: Option<reqwest::Client>,
+}
+
+impl ClientBuilder {
+    /// The policy (default: [`Policy::standard`]).
+    #[must_use]
+    pub fn policy(mut self, policy: impl Into<Policy>) -> Self {
+        self.setup.policy = policy.into();
+        self
+    }
+
+    /// Adds an endpoint (at least one is needed).
+    #[must_use]
+    pub fn endpoint(mut self, endpoint: EndpointDef) -> Self {
+        self.setup.endpoints.push(endpoint);
+        self
+    }
+
+    /// Adds a fallback, tried (after the ones added before it) when a call gives up.
+    #[must_use]
+    pub fn fallback(mut self, fallback: Fallback) -> Self {
+        self.setup.fallbacks.push(fallback);
+        self
+    }
+
+    /// Seeds the RNG (jitter, idempotency keys); by default it is seeded from the OS.
+    #[must_use]
+    pub fn seed(mut self, seed: [u8; 32]) -> Self {
+        self.setup.seed = Some(seed);
+        self
+    }
+
+    /// Seeds the RNG from a `u64` (for tests and reproducible runs).
+    #[must_use]
+    pub fn seed_u64(self, seed: u64) -> Self {
+        let mut s = [0u8; 32];
+        s[..8].copy_from_slice(&seed.to_le_bytes());
+        self.seed(s)
+    }
+
+    /// Uses this reqwest client (its own connect timeout, TLS, proxies) instead of one
+    /// built with the policy's connect timeout.
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// Builds the client.
+    pub fn build(self) -> Result<Client, BuildError> {
+        let http = match self.http {
+            Some(c) => c,
+            None => reqwest::Client::builder()
+                .connect_timeout(self.setup.policy.retry.connect_timeout)
+                .build()
+                .map_err(BuildError::Client)?,
+        };
+        let shared = Shared::new(self.setup)?;
+        Ok(Client {
+            inner: Arc::new(Inner { http, shared }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    shared: Shared,
+}
+
+/// The client. Cheap to clone (the clones share the engine, keys and counters).
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// A builder.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Sends one chat request (the endpoint's `model` is set in it), retried as the
+    /// policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
+    pub async fn chat(&self, request: Value) -> Result<Reply, CallError> {
+        drive::chat(&self.inner.http, &self.inner.shared, None, &request).await
+    }
+
+    /// Like [`Client::chat`], with the idempotency key derived from `business_id` (an
+    /// order number, a batch line's id): a resubmission carries the same key, and the
+    /// `Stored` fallback can answer with its last result.
+    pub async fn chat_with(&self, business_id: &str, request: Value) -> Result<Reply, CallError> {
+        let id = Some(business_id.as_bytes());
+        drive::chat(&self.inner.http, &self.inner.shared, id, &request).await
+    }
+
+    /// Starts a streamed chat (`"stream": true` is set). Attempts are retried until
+    /// the first event arrives; the stream then yields it and the rest. A failure after
+    /// that is a [`StreamError`] carrying the text so far, never a retry.
+    pub async fn stream(&self, request: Value) -> Result<EventStream, CallError> {
+        drive::stream(&self.inner.http, &self.inner.shared, &request).await
+    }
+
+    /// The counters so far.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.shared.metrics()
+    }
+
+    /// The shared state (engine, endpoints), for health reports and inspection.
+    pub fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+}

@@ -1,0 +1,178 @@
+//! `steadfast-ureq`: a blocking client (ureq, no async runtime) for OpenAI-compatible
+//! and Anthropic APIs that survives rate limits, overloads, outages and bad keys.
+//!
+//! Every decision — whether, when, where and with which key to try again — is made
+//! by [`steadfast_core`]; this crate sends, sleeps (`std::thread::sleep`) and reports.
+//!
+//! ```no_run
+//! use steadfast_ureq::{Client, EndpointDef, Provider};
+//! let client = Client::builder()
+//!     .endpoint(EndpointDef::new("https://api.anthropic.com", Provider::Anthropic, "sk-ant-...")
+//!         .model("claude-3-5-haiku-latest"))
+//!     .build()?;
+//! let reply = client.chat(serde_json::json!({
+//!     "max_tokens": 100,
+//!     "messages": [{"role": "user", "content": "Hi"}]
+//! }))?;
+//! println!("{}", reply.body);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Each attempt gets the core's timeout as ureq's global timeout and the core's connect
+//! timeout as ureq's (both per request). For streams, the time to the first event is enforced up to the
+//! response head (ureq fixes its timeouts when a request starts); after it, the
+//! attempt timeout bounds the stream.
+
+#![forbid(unsafe_code)]
+
+mod drive;
+mod errors;
+mod stream;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+pub use steadfast_core::policy::{Policy, Preset};
+pub use steadfast_http::{
+    ApiKey, Degraded, EndpointDef, Fallback, FallbackKind, GiveUpReason, Interruption,
+    MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
+};
+use steadfast_http::{Setup, Shared};
+pub use stream::EventIter;
+
+/// A call that gave up; its source is the last attempt's ureq error.
+pub type CallError = steadfast_http::CallError<ureq::Error>;
+/// A stream that failed after its first event; its source is ureq's error.
+pub type StreamError = steadfast_http::StreamError<ureq::Error>;
+/// A client that cannot be built.
+pub type BuildError = SetupError;
+
+/// The largest response body read (64 MiB); a longer one fails the attempt.
+pub const MAX_BODY: u64 = 64 * 1024 * 1024;
+
+/// Builds a [`Client`].
+#[derive(Debug, Default)]
+pub struct ClientBuilder {
+    setup: Setup,
+    agent: Option<ureq::Agent>,
+}
+
+impl ClientBuilder {
+    /// The policy (default: [`Policy::standard`]).
+    #[must_use]
+    pub fn policy(mut self, policy: impl Into<Policy>) -> Self {
+        self.setup.policy = policy.into();
+        self
+    }
+
+    /// Adds an endpoint (at least one is needed).
+    #[must_use]
+    pub fn endpoint(mut self, endpoint: EndpointDef) -> Self {
+        self.setup.endpoints.push(endpoint);
+        self
+    }
+
+    /// Adds a fallback, tried (after the ones added before it) when a call gives up.
+    #[must_use]
+    pub fn fallback(mut self, fallback: Fallback) -> Self {
+        self.setup.fallbacks.push(fallback);
+        self
+    }
+
+    /// Seeds the RNG (jitter, idempotency keys); by default it is seeded from the OS.
+    #[must_use]
+    pub fn seed(mut self, seed: [u8; 32]) -> Self {
+        self.setup.seed = Some(seed);
+        self
+    }
+
+    /// Seeds the RNG from a `u64` (for tests and reproducible runs).
+    #[must_use]
+    pub fn seed_u64(self, seed: u64) -> Self {
+        let mut s = [0u8; 32];
+        s[..8].copy_from_slice(&seed.to_le_bytes());
+        self.seed(s)
+    }
+
+    /// Uses this agent (its TLS, proxy and pool settings; timeouts are set per
+    /// attempt) instead of a default one. It must not turn HTTP error statuses into errors (`http_status_as_error(false)`),
+    /// or every error status becomes an `Other` transport failure.
+    #[must_use]
+    pub fn agent(mut self, agent: ureq::Agent) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Builds the client.
+    pub fn build(self) -> Result<Client, BuildError> {
+        let agent = self.agent.unwrap_or_else(|| {
+            let config = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(self.setup.policy.retry.connect_timeout))
+                .build();
+            ureq::Agent::new_with_config(config)
+        });
+        let shared = Shared::new(self.setup)?;
+        Ok(Client {
+            inner: Arc::new(Inner { agent, shared }),
+        })
+    }
+}
+
+struct Inner {
+    agent: ureq::Agent,
+    shared: Shared,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The client. Cheap to clone and `Send + Sync` (clones share the engine, keys and
+/// counters), so one client serves many threads.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// A builder.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Sends one chat request (the endpoint's `model` is set in it), retried as the
+    /// policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
+    pub fn chat(&self, request: Value) -> Result<Reply, CallError> {
+        drive::chat(&self.inner.agent, &self.inner.shared, None, &request)
+    }
+
+    /// Like [`Client::chat`], with the idempotency key derived from `business_id`: a
+    /// resubmission carries the same key, and the `Stored` fallback can answer with
+    /// its last result.
+    pub fn chat_with(&self, business_id: &str, request: Value) -> Result<Reply, CallError> {
+        let id = Some(business_id.as_bytes());
+        drive::chat(&self.inner.agent, &self.inner.shared, id, &request)
+    }
+
+    /// Starts a streamed chat (`"stream": true` is set). Attempts are retried until
+    /// the first event arrives; the iterator then yields it and the rest. A failure
+    /// after that is a [`StreamError`] carrying the text so far, never a retry.
+    pub fn stream(&self, request: Value) -> Result<EventIter, CallError> {
+        drive::stream(&self.inner.agent, &self.inner.shared, &request)
+    }
+
+    /// The counters so far.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.shared.metrics()
+    }
+
+    /// The shared state (engine, endpoints), for health reports and inspection.
+    pub fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+}
