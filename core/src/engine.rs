@@ -292,13 +292,12 @@ impl Gate for Engine {
         };
         let mut blocked = Blocked::default();
         let states = &self.endpoints;
-        let selection = self.pool.select(now, |endpoint| {
+        let selection = self.pool.select(now, |target| {
+            let endpoint = target.endpoint;
             let Some(s) = states.get(usize::from(endpoint.0)) else {
                 return false;
             };
-            if let Some(a) = query.avoid.filter(|a| {
-                a.scope == Scope::Endpoint && a.target.endpoint == endpoint && now < a.until
-            }) {
+            if let Some(a) = query.avoid.filter(|a| a.rules_out(now, target)) {
                 blocked.note(a.until, a.cause);
                 return false;
             }

@@ -432,7 +432,9 @@ fn two_digit_year(yy: u32, now: Option<u64>) -> u32 {
 
 /// The calendar year of a Unix instant, capped at 9999.
 fn year_of(unix: u64) -> u32 {
-    let days = unix.min(253_402_300_799) / 86_400;
+    // Clamped to the end of year 9999: the loop below then runs at most twice.
+    let unix = unix.min(253_402_300_799);
+    let days = unix / 86_400;
     // 366-day years undercount, so this starts at or below the answer.
     let mut year = 1970u32.saturating_add(u32::try_from(days / 366).unwrap_or(0));
     while civil_secs(year.saturating_add(1), 1, 1, 0)

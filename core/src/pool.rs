@@ -437,13 +437,13 @@ impl Pool {
     /// and that `admit` accepts (the engine's breaker, limiter and budget say yes).
     ///
     /// `admit` is asked only about endpoints with a usable key, at most once each, in
-    /// order; a `true` answer commits the pick, so `admit` may reserve what it grants
+    /// order, with the key the pick would take; a `true` answer commits the pick, so `admit` may reserve what it grants
     /// (a half-open probe, a limiter slot). Because of that, an endpoint refused by
     /// `admit` is never asked about its keys' cooldowns: [`Selection::CoolingUntil`]
     /// is the earliest instant a cooling key of *any* endpoint comes back.
     pub fn select<F>(&mut self, now: Timestamp, mut admit: F) -> Selection
     where
-        F: FnMut(EndpointId) -> bool,
+        F: FnMut(Target) -> bool,
     {
         let now = self.clock.observe(now);
         let mut earliest: Option<Timestamp> = None;
@@ -451,7 +451,7 @@ impl Pool {
         for endpoint in self.order() {
             match self.scan(now, endpoint) {
                 KeyPick::Key(key) => {
-                    if admit(endpoint) {
+                    if admit(Target { endpoint, key }) {
                         chosen = Some((endpoint, key));
                         break;
                     }

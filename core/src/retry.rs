@@ -164,6 +164,8 @@ impl core::fmt::Display for GiveUpReason {
 enum State {
     Ready {
         avoid: Option<Avoid>,
+        /// The instant of the last `Wait` handed out: nothing happens before it.
+        wake: Option<Timestamp>,
     },
     InFlight {
         id: AttemptId,
@@ -221,7 +223,10 @@ impl Call {
             last_status: None,
             last_target: None,
             clock,
-            state: State::Ready { avoid: None },
+            state: State::Ready {
+                avoid: None,
+                wake: None,
+            },
             events: Ring::new(),
         }
     }
@@ -305,7 +310,19 @@ impl Call {
                     at,
                     outcome,
                 } => self.settle(gate, grant, sent_at, at, &outcome),
-                State::Ready { avoid } => return self.next_attempt(now, gate, avoid),
+                State::Ready {
+                    wake: Some(wake), ..
+                } if now < wake => return Decision::Wait(wake),
+                State::Ready { avoid, .. } => {
+                    let decision = self.next_attempt(now, gate, avoid);
+                    if let (Decision::Wait(wake), State::Ready { .. }) = (decision, self.state) {
+                        self.state = State::Ready {
+                            avoid,
+                            wake: Some(wake),
+                        };
+                    }
+                    return decision;
+                }
             }
         }
     }
@@ -317,11 +334,7 @@ impl Call {
             State::Done(_) => None,
             State::InFlight { deadline, .. } => Some(deadline),
             State::Arrived { at, .. } => Some(at),
-            State::Ready { avoid } => Some(
-                avoid
-                    .map_or(self.clock.latest(), |a| a.until)
-                    .min(self.deadline),
-            ),
+            State::Ready { wake, .. } => Some(wake.unwrap_or(self.clock.latest())),
         }
     }
 
@@ -500,9 +513,17 @@ impl Call {
                     failure,
                     until: avoid.until,
                 });
-                self.state = State::Ready { avoid: Some(avoid) };
+                self.state = State::Ready {
+                    avoid: Some(avoid),
+                    wake: None,
+                };
             }
-            (None, None) => self.state = State::Ready { avoid: None },
+            (None, None) => {
+                self.state = State::Ready {
+                    avoid: None,
+                    wake: None,
+                }
+            }
         }
     }
 

@@ -246,8 +246,8 @@ fn select_fails_over_without_waiting() {
     // Breaker of endpoint 0 open: straight to endpoint 1.
     let mut asked = Vec::new();
     let s = p.select(ms(0), |e| {
-        asked.push(e.0);
-        e.0 != 0
+        asked.push(e.endpoint.0);
+        e.endpoint.0 != 0
     });
     assert_eq!(s, Selection::Picked(Target::new(1, 0)));
     assert_eq!(asked, vec![0, 1]);
