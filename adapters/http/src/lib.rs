@@ -52,7 +52,9 @@ pub mod stream;
 
 pub use chain::FallbackChain;
 pub use endpoint::{EndpointDef, specs};
-pub use error::{CallError, GiveUpReason, Interruption, SetupError, StreamError};
+pub use error::{
+    CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, SetupError, StreamError,
+};
 pub use fallback::{Degraded, Fallback, FallbackKind, Reply};
 pub use key::ApiKey;
 pub use metrics::{Fallbacks, GiveUps, Metrics, MetricsSnapshot};
