@@ -70,7 +70,10 @@ fn send_reported(
 ) -> Option<Response<ureq::Body>> {
     match send(agent, out, stream) {
         Ok(r) => Some(r),
-        Err(e @ ureq::Error::LargeResponseHeader(..)) => {
+        Err(
+            e @ (ureq::Error::LargeResponseHeader(..)
+            | ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders)),
+        ) => {
             s.on_head_too_large(Some(e));
             None
         }

@@ -99,7 +99,8 @@ impl ClientBuilder {
     /// A body that announces or reaches more fails its attempt at once, unread, and a
     /// call that gives up after it carries [`Exceeded::BodyTooLarge`]; for a stream, the
     /// limit is on an unfinished event and on the text kept. (Response heads are
-    /// limited by the agent: 64 KiB by default, [`Exceeded::HeadTooLarge`] past it.)
+    /// limited by ureq: 64 KiB by default and 128 headers, [`Exceeded::HeadTooLarge`]
+    /// past either.)
     #[must_use]
     pub fn max_body(mut self, bytes: u64) -> Self {
         self.setup.max_body = bytes;

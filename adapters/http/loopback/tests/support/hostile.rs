@@ -370,24 +370,33 @@ pub fn a_stream_flood_is_cut_at_the_limit<H: Harness>() {
     assert!(sent < refused_bound(limit, 1), "{sent} bytes");
 }
 
-/// 1 MiB of headers: every attempt fails with `HeadTooLarge`, and the call ends with
-/// it; a success whose head was too large is replayed whole to the retry.
+/// 1 MiB of headers (one huge header, or ten thousand small ones): every attempt
+/// fails with `HeadTooLarge`, and the call ends with it; a success whose head was too
+/// large is replayed whole to the retry.
 pub fn absurd_headers_are_refused<H: Harness>() {
-    let padded = Fault::Status {
+    let with_headers = |headers: Vec<(String, String)>| Fault::Status {
         status: 503,
         retry_after: None,
         retry_after_ms: None,
         body: None,
-        headers: vec![("x-mock-padding".to_owned(), "a".repeat(1 << 20))],
+        headers,
     };
-    let server = server_with(&vec![padded; 10]);
-    let e = call_fails::<H>("503 with a 1 MiB header", hostile(&server), ask("x"));
-    assert_eq!(e.exceeded, Some(Exceeded::HeadTooLarge));
-    assert_eq!(e.reason, GiveUpReason::RetriesExhausted);
-    assert_eq!((e.attempts, e.status), (10, None));
-    assert_eq!(e.class, Some(Class::TransportOther));
-    assert_eq!(server.stats().script_remaining, 0);
+    let one = vec![("x-mock-padding".to_owned(), "a".repeat(1 << 20))];
+    let many = (0..10_000)
+        .map(|i| (format!("x-pad-{i}"), "a".repeat(100)))
+        .collect();
+    let cases = [("one 1 MiB header", one), ("10 000 headers", many)];
+    for (what, headers) in cases {
+        let server = server_with(&vec![with_headers(headers); 10]);
+        let e = call_fails::<H>(what, hostile(&server), ask("x"));
+        assert_eq!(e.exceeded, Some(Exceeded::HeadTooLarge), "{what}");
+        assert_eq!(e.reason, GiveUpReason::RetriesExhausted, "{what}");
+        assert_eq!((e.attempts, e.status), (10, None), "{what}");
+        assert_eq!(e.class, Some(Class::TransportOther), "{what}");
+        assert_eq!(server.stats().script_remaining, 0, "{what}");
+    }
 
+    let server = mock(Scenario::Ok);
     // The work was done: the retry, with the same idempotency key, gets the replay.
     server.push_faults(&[Fault::HugeHeader { bytes: 1 << 20 }]);
     let c = H::build(hostile(&server).seed(SEED + 1));
