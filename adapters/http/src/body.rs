@@ -1,7 +1,10 @@
-//! Request bodies: the caller's JSON with the endpoint's model and the stream flag.
+//! Request bodies (the caller's JSON with the endpoint's model and the stream flag),
+//! and response bodies read under a size limit.
 
 use bytes::Bytes;
 use serde_json::Value;
+
+use crate::error::Exceeded;
 
 /// The bytes sent for `request` to an endpoint: `model` (when the endpoint sets one)
 /// replaces the request's `model`, and a stream gets `"stream": true`. A request that
@@ -28,6 +31,58 @@ pub fn prepare(request: &Value, model: Option<&str>, stream: bool) -> Bytes {
 fn to_bytes(v: &Value) -> Bytes {
     // Serializing a `Value` cannot fail: its map keys are strings.
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A response body read under a size limit: a body that announces, or reaches, more
+/// than `limit` bytes is refused at once, so no response holds more than `limit` bytes
+/// of memory (the buffer never grows past it).
+#[derive(Debug)]
+pub struct LimitedBody {
+    bytes: Vec<u8>,
+    limit: u64,
+}
+
+impl LimitedBody {
+    /// An empty body of at most `limit` bytes whose head announced `declared` bytes
+    /// (`Content-Length`); refused at once when that is over the limit.
+    pub fn new(limit: u64, declared: Option<u64>) -> Result<LimitedBody, Exceeded> {
+        if declared.is_some_and(|n| n > limit) {
+            return Err(Exceeded::BodyTooLarge);
+        }
+        // A declared length is trusted for the first allocation only up to 1 MiB.
+        let first = declared.unwrap_or(0).min(1 << 20);
+        Ok(LimitedBody {
+            bytes: Vec::with_capacity(usize::try_from(first).unwrap_or(0)),
+            limit,
+        })
+    }
+
+    /// Appends `piece`; refused (and not kept) when the body would outgrow the limit.
+    pub fn push(&mut self, piece: &[u8]) -> Result<(), Exceeded> {
+        let len = self.bytes.len() as u64;
+        let needed = len.saturating_add(piece.len() as u64);
+        if needed > self.limit {
+            return Err(Exceeded::BodyTooLarge);
+        }
+        if needed > self.bytes.capacity() as u64 {
+            let doubled = (self.bytes.capacity() as u64).saturating_mul(2);
+            let target = doubled.max(needed).min(self.limit);
+            let extra = usize::try_from(target - len).unwrap_or(piece.len());
+            self.bytes.reserve_exact(extra);
+        }
+        self.bytes.extend_from_slice(piece);
+        Ok(())
+    }
+
+    /// The bytes so far.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The bytes read.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
 }
 
 /// A rough token cost of a request for token rate limits: a quarter of the body's
@@ -89,6 +144,28 @@ mod tests {
         let s = parse(&prepare(&json!({"stream": false}), Some("m"), true));
         assert_eq!(s, json!({"stream": true, "model": "m"}));
         assert_eq!(parse(&prepare(&json!([1]), Some("m"), true)), json!([1]));
+    }
+
+    #[test]
+    fn limited_bodies() {
+        let over = Err(Exceeded::BodyTooLarge);
+        assert_eq!(LimitedBody::new(10, Some(11)).map(|_| ()), over);
+        let mut b = LimitedBody::new(10, Some(10)).unwrap();
+        b.push(b"12345").unwrap();
+        b.push(b"6789").unwrap();
+        assert_eq!(b.push(b"ab"), over);
+        b.push(b"0").unwrap();
+        assert_eq!(b.push(b"x"), over);
+        assert_eq!(b.as_slice(), b"1234567890");
+        assert!(b.bytes.capacity() <= 10, "never grows past the limit");
+        let mut b = LimitedBody::new(1000, None).unwrap();
+        for _ in 0..100 {
+            b.push(b"0123456789").unwrap();
+        }
+        assert_eq!(b.bytes.capacity(), 1000);
+        assert_eq!(b.into_bytes().len(), 1000);
+        let mut b = LimitedBody::new(u64::MAX, Some(u64::MAX)).unwrap();
+        b.push(b"x").unwrap();
     }
 
     #[test]

@@ -80,6 +80,31 @@ impl From<ConfigError> for SetupError {
     }
 }
 
+/// The default largest response body a client reads: 32 MiB (see [`Exceeded`]).
+pub const DEFAULT_MAX_BODY: u64 = 32 * 1024 * 1024;
+
+/// A limit of the client's own that a response broke: the attempt was given up at
+/// once, without reading the rest (so memory stays bounded whatever a server sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Exceeded {
+    /// The body was (or announced it would be) longer than the client's maximum
+    /// (`max_body` of the client's builder); for a stream, an unfinished event or the
+    /// text received grew past it.
+    BodyTooLarge,
+    /// The status line and headers were larger than the HTTP client accepts.
+    HeadTooLarge,
+}
+
+impl fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exceeded::BodyTooLarge => f.write_str("response body over the size limit"),
+            Exceeded::HeadTooLarge => f.write_str("response headers too large"),
+        }
+    }
+}
+
 /// A call that gave up (after its fallbacks, if any, found nothing).
 ///
 /// `E` is the HTTP client's error type; the last transport failure, when the last
@@ -104,6 +129,8 @@ pub struct CallError<E> {
     pub message: Option<String>,
     /// The last attempt's transport error.
     pub source: Option<E>,
+    /// The client's limit the last attempt's response broke, if it broke one.
+    pub exceeded: Option<Exceeded>,
 }
 
 impl<E> CallError<E> {
@@ -123,7 +150,15 @@ impl<E> CallError<E> {
             target,
             message,
             source,
+            exceeded: None,
         }
+    }
+
+    /// The same error, its last attempt having broken `exceeded`.
+    #[must_use]
+    pub fn with_exceeded(mut self, exceeded: Option<Exceeded>) -> CallError<E> {
+        self.exceeded = exceeded;
+        self
     }
 }
 
@@ -138,7 +173,9 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
         if let Some(class) = self.class {
             write!(f, " ({class:?})")?;
         }
-        if let Some(message) = &self.message {
+        if let Some(exceeded) = &self.exceeded {
+            write!(f, ": {exceeded}")?;
+        } else if let Some(message) = &self.message {
             write!(f, ": {message}")?;
         } else if let Some(source) = &self.source {
             write!(f, ": {source}")?;
@@ -167,6 +204,9 @@ pub enum Interruption {
     ErrorEvent,
     /// The body ended cleanly without the API's final event (`[DONE]`, `message_stop`).
     Unfinished,
+    /// An unfinished event, or the text received, grew past the client's body limit
+    /// ([`Exceeded::BodyTooLarge`]).
+    TooLarge,
 }
 
 impl fmt::Display for Interruption {
@@ -177,6 +217,7 @@ impl fmt::Display for Interruption {
             Interruption::Malformed => "malformed event",
             Interruption::ErrorEvent => "error event",
             Interruption::Unfinished => "ended without its final event",
+            Interruption::TooLarge => "over the body limit",
         })
     }
 }

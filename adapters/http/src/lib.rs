@@ -6,8 +6,10 @@
 //! - [`ApiKey`]: a secret that prints as `ApiKey(****)`.
 //! - [`EndpointDef`]: a base URL, its provider, keys, model, priority and limits,
 //!   turned into the core's [`EndpointSpec`](steadfast_core::engine::EndpointSpec).
-//! - [`body`]: request bodies (the endpoint's model, `stream: true`) and what response
-//!   bodies say (token usage, the error message).
+//! - [`body`]: request bodies (the endpoint's model, `stream: true`), what response
+//!   bodies say (token usage, the error message), and [`body::LimitedBody`], a response
+//!   body read under the client's size limit ([`DEFAULT_MAX_BODY`]; a response that
+//!   breaks a limit fails its attempt with a typed [`Exceeded`]).
 //! - [`outcome`]: a finished HTTP exchange, or a client error, as the core's
 //!   [`Outcome`](steadfast_core::outcome::Outcome).
 //! - [`sse`]: an incremental server-sent-events parser and the reading of both
@@ -52,7 +54,9 @@ pub mod stream;
 
 pub use chain::FallbackChain;
 pub use endpoint::{EndpointDef, specs};
-pub use error::{CallError, GiveUpReason, Interruption, SetupError, StreamError};
+pub use error::{
+    CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, SetupError, StreamError,
+};
 pub use fallback::{Degraded, Fallback, FallbackKind, Reply};
 pub use key::ApiKey;
 pub use metrics::{Fallbacks, GiveUps, Metrics, MetricsSnapshot};

@@ -57,6 +57,18 @@ pub fn stream_started(
     Outcome::Response(r.with_body(state))
 }
 
+/// The outcome of a 2xx whose body was not read because it broke the client's body
+/// limit: not the body the API promises (malformed), with the headers' hints.
+pub fn oversized(status: u16, headers: &HeaderMap, wall_now_unix: u64) -> Outcome {
+    stream_started(status, headers, false, wall_now_unix)
+}
+
+/// The outcome of a response whose status line and headers were too large to read:
+/// a failure after the request was sent.
+pub fn head_too_large() -> Outcome {
+    Outcome::Transport(Transport::new(TransportKind::Other, Phase::AfterSend))
+}
+
 /// The outcome of a failure below HTTP.
 pub fn transport(t: Transport) -> Outcome {
     Outcome::Transport(t)

@@ -17,7 +17,7 @@ use steadfast_core::time::Timestamp;
 
 use crate::body;
 use crate::clock;
-use crate::error::CallError;
+use crate::error::{CallError, Exceeded};
 use crate::fallback::Reply;
 use crate::outcome;
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
@@ -89,6 +89,7 @@ pub struct Session<'c, E> {
     last_target: Option<Target>,
     last_message: Option<String>,
     last_source: Option<E>,
+    last_exceeded: Option<Exceeded>,
     success: Option<Value>,
     finish: Option<Finish>,
 }
@@ -129,6 +130,7 @@ impl<'c, E> Session<'c, E> {
             last_target: None,
             last_message: None,
             last_source: None,
+            last_exceeded: None,
             success: None,
             finish: None,
         }
@@ -208,13 +210,22 @@ impl<'c, E> Session<'c, E> {
         }
     }
 
-    fn report(&mut self, outcome: Outcome) {
+    /// The largest response body to read (see [`crate::body::LimitedBody`]).
+    pub fn max_body(&self) -> u64 {
+        self.shared.max_body
+    }
+
+    /// Reports the in-flight attempt's outcome; false when there was none.
+    fn report(&mut self, outcome: Outcome) -> bool {
+        self.last_exceeded = None;
         let Some(attempt) = self.in_flight.take() else {
-            return;
+            return false;
         };
         // A late report (the call already timed the attempt out) is dropped: the
         // core has counted it as a timeout.
-        let _ = self.call.on_outcome(clock::now(), attempt.id, outcome);
+        self.call
+            .on_outcome(clock::now(), attempt.id, outcome)
+            .is_ok()
     }
 
     /// Reports a response that arrived whole.
@@ -241,6 +252,35 @@ impl<'c, E> Session<'c, E> {
         }
     }
 
+    /// Reports a response whose body broke the body limit (announced, or reached while
+    /// reading; for a stream, before its first event): for a 2xx, a malformed body;
+    /// otherwise the status (and headers) still tell. The rest is not to be read.
+    pub fn on_body_too_large(&mut self, status: u16, headers: &HeaderMap) {
+        let reported = if (200..300).contains(&status) {
+            self.last_message = None;
+            self.last_source = None;
+            self.report(outcome::oversized(status, headers, clock::wall_unix()))
+        } else {
+            self.last_source = None;
+            let o = outcome::response(status, headers, b"", clock::wall_unix()).0;
+            self.last_message = None;
+            self.report(o)
+        };
+        if reported {
+            self.last_exceeded = Some(Exceeded::BodyTooLarge);
+        }
+    }
+
+    /// Reports a response whose status line and headers were larger than the client
+    /// accepts, with the client's error.
+    pub fn on_head_too_large(&mut self, source: Option<E>) {
+        self.last_message = None;
+        self.last_source = source;
+        if self.report(outcome::head_too_large()) {
+            self.last_exceeded = Some(Exceeded::HeadTooLarge);
+        }
+    }
+
     /// Reports a failure below HTTP, with the client's error when there is one.
     pub fn on_transport(&mut self, t: Transport, source: Option<E>) {
         self.last_message = None;
@@ -258,7 +298,8 @@ impl<'c, E> Session<'c, E> {
         let provider = self.in_flight.map_or(Provider::OpenAi, |a| {
             self.shared.provider(a.target.endpoint)
         });
-        Some(EventReader::new(provider).with_metrics(Arc::clone(&self.shared.metrics)))
+        let reader = EventReader::new(provider).with_limit(self.shared.max_body);
+        Some(reader.with_metrics(Arc::clone(&self.shared.metrics)))
     }
 
     /// Reports a 2xx stream whose first event arrived; `first_event_ok` is false when
@@ -278,6 +319,7 @@ impl<'c, E> Session<'c, E> {
     fn error(&mut self, g: &GiveUp) -> CallError<E> {
         let target = self.last_target.map(|t| self.shared.public_target(t));
         CallError::new(g, target, self.last_message.take(), self.last_source.take())
+            .with_exceeded(self.last_exceeded.take())
     }
 
     /// The result of a finished non-stream call.

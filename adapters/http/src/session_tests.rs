@@ -28,6 +28,7 @@ fn setup(fallbacks: Vec<Fallback>) -> Shared {
         ],
         fallbacks,
         seed: Some([7; 32]),
+        max_body: 1000,
     };
     Shared::new(s).expect("setup")
 }
@@ -120,6 +121,47 @@ fn a_2xx_body_that_is_not_json_is_retried() {
     s.on_response(200, &HeaderMap::new(), b"{}");
     assert_eq!(next_send(&mut s).map(|o| o.attempt.id), None);
     assert_eq!(s.into_reply().expect("success").attempts, 3);
+}
+
+#[test]
+fn broken_limits_are_typed_and_only_for_the_last_attempt() {
+    use crate::error::Exceeded;
+    let shared = setup(Vec::new());
+    assert_eq!(shared.max_body(), 1000);
+    let request = json!({});
+    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
+    assert_eq!(s.max_body(), 1000);
+    next_send(&mut s).expect("attempt");
+    s.on_head_too_large(Some(FakeError));
+    next_send(&mut s).expect("retried");
+    s.on_body_too_large(503, &HeaderMap::new());
+    next_send(&mut s).expect("retried");
+    s.on_body_too_large(200, &HeaderMap::new());
+    next_send(&mut s).expect("retried");
+    s.on_response(400, &HeaderMap::new(), b"");
+    let e = s.into_reply().expect_err("not retryable");
+    assert_eq!(
+        (e.exceeded, e.attempts),
+        (None, 4),
+        "the last attempt broke none"
+    );
+
+    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
+    next_send(&mut s).expect("attempt");
+    s.on_head_too_large(Some(FakeError));
+    let mut last = None;
+    while next_send(&mut s).is_some() {
+        s.on_body_too_large(200, &HeaderMap::new());
+        last = Some(Exceeded::BodyTooLarge);
+    }
+    let e = s.into_reply().expect_err("retries exhausted");
+    assert_eq!(e.exceeded, last);
+    assert_eq!(
+        e.class,
+        Some(steadfast_core::classify::Class::MalformedBody)
+    );
+    let text = e.exceeded.map(|x| x.to_string()).unwrap_or_default();
+    assert_eq!(text, "response body over the size limit");
 }
 
 #[test]

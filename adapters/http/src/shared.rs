@@ -14,14 +14,14 @@ use steadfast_core::rng::Seed;
 
 use crate::clock;
 use crate::endpoint::{self, EndpointDef};
-use crate::error::SetupError;
+use crate::error::{DEFAULT_MAX_BODY, SetupError};
 use crate::fallback::{Degraded, Fallback, FallbackKind, Reply};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::provider::Provider;
 
-/// How to build a client: the policy, the endpoints, the fallbacks and the seed.
-/// Each adapter's builder wraps one.
-#[derive(Debug, Clone, Default)]
+/// How to build a client: the policy, the endpoints, the fallbacks, the seed and the
+/// body limit. Each adapter's builder wraps one.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Setup {
     /// The policy (default: the `standard` preset).
@@ -32,6 +32,21 @@ pub struct Setup {
     pub fallbacks: Vec<Fallback>,
     /// The RNG seed (default: from the operating system).
     pub seed: Option<Seed>,
+    /// The largest response body read, in bytes (default [`DEFAULT_MAX_BODY`]); for a
+    /// stream, the largest unfinished event and the most text kept.
+    pub max_body: u64,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup {
+            policy: Policy::default(),
+            endpoints: Vec::new(),
+            fallbacks: Vec::new(),
+            seed: None,
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
 }
 
 impl Setup {
@@ -69,6 +84,7 @@ pub struct Shared {
     pub(crate) policy: Policy,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) estimate_tokens: bool,
+    pub(crate) max_body: u64,
     /// Endpoint ids of this pool start here in replies (fallback pools come after the
     /// primary one).
     pub(crate) id_offset: u16,
@@ -113,6 +129,7 @@ impl Shared {
                     sub_seed[1] ^= u8::try_from(i % 256).unwrap_or(0);
                     let mut sub = Shared::pool(&setup.policy, vec![def], sub_seed, None)?;
                     sub.id_offset = u16::try_from(next_id).unwrap_or(u16::MAX);
+                    sub.max_body = setup.max_body;
                     next_id += 1;
                     FallbackSlot::Endpoint(Box::new(sub))
                 }
@@ -122,6 +139,7 @@ impl Shared {
         }
         let metrics = Arc::new(Metrics::default());
         let mut shared = Shared::pool(&setup.policy, setup.endpoints, seed, Some(metrics))?;
+        shared.max_body = setup.max_body;
         for f in &mut fallbacks {
             if let FallbackSlot::Endpoint(sub) = f {
                 sub.metrics = Arc::clone(&shared.metrics);
@@ -176,6 +194,7 @@ impl Shared {
             policy: policy.clone(),
             metrics: metrics.unwrap_or_default(),
             estimate_tokens,
+            max_body: DEFAULT_MAX_BODY,
             id_offset: 0,
             store: None,
             fallbacks: Vec::new(),
@@ -196,6 +215,11 @@ impl Shared {
             self.metrics.on_engine_event(&ev);
         }
         r
+    }
+
+    /// The largest response body read, in bytes.
+    pub fn max_body(&self) -> u64 {
+        self.max_body
     }
 
     /// The policy.

@@ -80,6 +80,13 @@ impl SseParser {
         !self.line.is_empty() || self.data.is_some() || self.event.is_some()
     }
 
+    /// The bytes held for the incomplete event (its fields and its unfinished line):
+    /// what a server that never ends an event makes the parser keep.
+    pub fn partial_len(&self) -> usize {
+        let field = |f: &Option<String>| f.as_ref().map_or(0, String::len);
+        self.line.len() + field(&self.data) + field(&self.event) + field(&self.id)
+    }
+
     fn end_line(&mut self) {
         if self.line.is_empty() {
             self.dispatch();

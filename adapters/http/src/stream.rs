@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{Interruption, StreamError};
+use crate::error::{DEFAULT_MAX_BODY, Interruption, StreamError};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
 use crate::sse::{EventKind, SseEvent, SseParser, StreamText};
@@ -23,12 +23,18 @@ pub enum Next<E> {
 /// adapter uses [`EventReader::first_event`] (the call may still be retried); after,
 /// [`EventReader::next_item`], and failures become [`StreamError::Interrupted`] with the
 /// text received so far.
+///
+/// Memory stays bounded by its limit ([`DEFAULT_MAX_BODY`] unless set with
+/// [`EventReader::with_limit`]): an unfinished event, or the text kept, that grows past
+/// it ends the stream ([`EventReader::over_limit`]; [`Interruption::TooLarge`] once
+/// handed over).
 #[derive(Debug)]
 pub struct EventReader {
     parser: SseParser,
     text: StreamText,
     first: Option<SseEvent>,
     over: bool,
+    limit: u64,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -40,8 +46,23 @@ impl EventReader {
             text: StreamText::new(provider),
             first: None,
             over: false,
+            limit: DEFAULT_MAX_BODY,
             metrics: None,
         }
+    }
+
+    /// The same reader with this limit, in bytes, on an unfinished event and on the
+    /// text kept.
+    #[must_use]
+    pub fn with_limit(mut self, limit: u64) -> EventReader {
+        self.limit = limit;
+        self
+    }
+
+    /// Whether an unfinished event, or the text kept, has grown past the limit: the
+    /// stream must not be read further.
+    pub fn over_limit(&self) -> bool {
+        self.parser.partial_len() as u64 > self.limit || self.text.text().len() as u64 > self.limit
     }
 
     /// The same reader counting interruptions in `metrics`.
@@ -78,7 +99,13 @@ impl EventReader {
             self.over = true;
             return Next::End;
         }
+        if self.text.text().len() as u64 > self.limit {
+            return Next::Item(Err(self.interrupt(Interruption::TooLarge, None)));
+        }
         let Some(ev) = self.parser.next_event() else {
+            if self.over_limit() {
+                return Next::Item(Err(self.interrupt(Interruption::TooLarge, None)));
+            }
             return Next::Read;
         };
         match self.text.observe(&ev) {
@@ -168,6 +195,45 @@ mod tests {
         r.first_event();
         drain(&mut r);
         assert!(matches!(r.on_eof::<()>(), Next::Item(Err(_))));
+    }
+
+    #[test]
+    fn a_stream_past_the_limit_is_interrupted() {
+        // An event that never ends, before the first one.
+        let mut r = EventReader::new(Provider::OpenAi).with_limit(100);
+        r.push(&[b'a'; 100]);
+        assert!(!r.over_limit());
+        r.push(b"a");
+        assert!(r.over_limit());
+        assert_eq!(r.first_event(), None);
+        // After the first event: the events before the limit, then the interruption.
+        let mut r = EventReader::new(Provider::OpenAi).with_limit(100);
+        r.push(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n");
+        assert_eq!(r.first_event(), Some(true));
+        r.push(&[b'a'; 200]);
+        let items = drain(&mut r);
+        assert_eq!(items.len(), 2);
+        let Err(e) = &items[1] else {
+            panic!("expected an interruption")
+        };
+        assert!(matches!(
+            e,
+            StreamError::Interrupted {
+                cause: Interruption::TooLarge,
+                ..
+            }
+        ));
+        assert_eq!(e.partial(), "Hi");
+        assert!(matches!(r.next_item::<()>(), Next::End));
+        // Text kept past the limit.
+        let mut r = EventReader::new(Provider::OpenAi).with_limit(10);
+        let ev = "data: {\"choices\":[{\"delta\":{\"content\":\"0123456\"}}]}\n\n";
+        r.push(ev.as_bytes());
+        assert_eq!(r.first_event(), Some(true));
+        r.push(ev.as_bytes());
+        let items = drain(&mut r);
+        assert_eq!(items.len(), 3, "two events, then the interruption");
+        assert!(items[2].is_err());
     }
 
     #[test]

@@ -41,6 +41,31 @@ pub(crate) enum Action {
     },
     Reset,
     Hang,
+    /// `200 OK` with a filler body.
+    Filler(Filler),
+}
+
+/// A filler body to write (see [`Fault::Filler`]).
+pub(crate) struct Filler {
+    pub headers: Headers,
+    pub content_type: &'static str,
+    /// A first event sent before the filler.
+    pub first: Option<Vec<u8>>,
+    pub bytes: Option<u64>,
+    pub piece: usize,
+    pub every: Duration,
+    pub chunked: bool,
+    /// Where the filler written is counted.
+    pub shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Filler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filler")
+            .field("bytes", &self.bytes)
+            .field("piece", &self.piece)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Finishes an idempotency key's attempt when dropped: stores its success (so later
@@ -126,6 +151,7 @@ pub(crate) struct Shared {
     started: Instant,
     down: AtomicBool,
     next_request: AtomicU64,
+    filler_sent: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -145,6 +171,7 @@ enum Verdict {
         body: Body,
     },
     Hang,
+    Filler(Fault),
 }
 
 enum Lost {
@@ -191,6 +218,7 @@ impl Shared {
             started: Instant::now(),
             down: AtomicBool::new(false),
             next_request: AtomicU64::new(0),
+            filler_sent: AtomicU64::new(0),
             state: Mutex::new(State {
                 script: script.into(),
                 ..State::default()
@@ -216,7 +244,14 @@ impl Shared {
 
     pub fn stats(&self) -> Stats {
         let st = self.lock();
-        st.stats.snapshot(st.script.len(), self.is_down())
+        let mut stats = st.stats.snapshot(st.script.len(), self.is_down());
+        stats.filler_bytes = self.filler_sent.load(Ordering::Relaxed);
+        stats
+    }
+
+    /// Counts filler bytes written.
+    pub fn on_filler(&self, n: u64) {
+        self.filler_sent.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Clears the counters, the idempotency memory, the per-identity attempt counts
@@ -488,6 +523,36 @@ impl Shared {
                 )
             }
             Verdict::Hang => (Duration::ZERO, Action::Hang),
+            Verdict::Filler(Fault::Filler {
+                bytes,
+                piece,
+                every_ms,
+                chunked,
+                after_first_event,
+            }) => {
+                st.stats.status(200);
+                let first = match call.success(id_seed, 0, 0) {
+                    Body::Events(events) if after_first_event => events.into_iter().next(),
+                    _ => None,
+                };
+                let content_type = if call.stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                let filler = Filler {
+                    headers: base,
+                    content_type,
+                    first,
+                    bytes,
+                    piece: usize::try_from(piece.max(1)).unwrap_or(1),
+                    every: Duration::from_millis(every_ms),
+                    chunked: chunked || bytes.is_none(),
+                    shared: Arc::clone(self),
+                };
+                (Duration::ZERO, Action::Filler(filler))
+            }
+            Verdict::Filler(_) => (Duration::ZERO, Action::Hang),
             Verdict::Success { .. } | Verdict::Lost(_) => {
                 st.stats.processed += 1;
                 if let Some(key) = idem_key {
@@ -545,7 +610,9 @@ impl Shared {
                         };
                         (Duration::ZERO, send(headers, body, delivery))
                     }
-                    Verdict::Error { .. } | Verdict::Hang => (Duration::ZERO, Action::Hang),
+                    Verdict::Error { .. } | Verdict::Hang | Verdict::Filler(_) => {
+                        (Duration::ZERO, Action::Hang)
+                    }
                 }
             }
         };
@@ -640,6 +707,7 @@ impl Shared {
                     extra: Vec::new(),
                 }
             }
+            f @ Fault::Filler { .. } => Verdict::Filler(f),
             Fault::HugeHeader { bytes } => Verdict::Success {
                 delay: Duration::ZERO,
                 delivery: Delivery::Normal,

@@ -83,6 +83,43 @@ pub enum Fault {
         /// The length of the padding header's value.
         bytes: usize,
     },
+    /// `200 OK` whose body is filler (`a`s) made as it is written, never held in
+    /// memory: `piece` bytes every `every_ms` milliseconds (0: back to back), `bytes`
+    /// in all or, without `bytes`, forever (until the client goes away). The head
+    /// announces `content-length` when `bytes` is set and `chunked` is not; otherwise
+    /// the body is chunked, and an endless one never gets its last chunk. With
+    /// `after_first_event`, a stream request gets the first event of a normal stream
+    /// before the filler. No work done; [`crate::Stats::filler_bytes`] counts the
+    /// filler written.
+    Filler {
+        /// The filler's length; none: endless.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+        /// Bytes per write (default 64 KiB, at least 1).
+        #[serde(default = "default_piece")]
+        piece: u32,
+        /// The pause before each write, in milliseconds.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        every_ms: u64,
+        /// Chunked even when `bytes` is set.
+        #[serde(default, skip_serializing_if = "is_false")]
+        chunked: bool,
+        /// For a stream request: a well-formed first event, then the filler.
+        #[serde(default, skip_serializing_if = "is_false")]
+        after_first_event: bool,
+    },
+}
+
+fn default_piece() -> u32 {
+    64 * 1024
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Fault {
@@ -101,6 +138,19 @@ impl Fault {
             Fault::Trickle { .. } => "trickle",
             Fault::HugeBody { .. } => "huge_body",
             Fault::HugeHeader { .. } => "huge_header",
+            Fault::Filler { .. } => "filler",
+        }
+    }
+
+    /// A [`Fault::Filler`] of `bytes` (none: endless), sent back to back in 64 KiB
+    /// pieces, chunked when endless.
+    pub fn filler(bytes: Option<u64>) -> Fault {
+        Fault::Filler {
+            bytes,
+            piece: default_piece(),
+            every_ms: 0,
+            chunked: false,
+            after_first_event: false,
         }
     }
 
@@ -150,7 +200,8 @@ impl Fault {
     /// [[fault]]
     /// kind = "stream_cut"
     /// after_events = 2         # also: trickle (bytes_per_sec), huge_body (bytes),
-    ///                          # huge_header (bytes)
+    ///                          # huge_header (bytes), filler (bytes, piece,
+    ///                          # every_ms, chunked, after_first_event)
     /// ```
     ///
     /// An error names the 1-based position of the bad entry.
@@ -350,6 +401,18 @@ mod tests {
         let err = Fault::script_from_json(r#"[{"kind":"ok"},{"kind":"ok","x":1}]"#).unwrap_err();
         assert_eq!(err.entry, Some(2));
 
+        let f = Fault::script_from_toml("[[fault]]\nkind = \"filler\"\nevery_ms = 5\n").unwrap();
+        assert_eq!(
+            f,
+            vec![Fault::Filler {
+                bytes: None,
+                piece: 65_536,
+                every_ms: 5,
+                chunked: false,
+                after_first_event: false,
+            }]
+        );
+
         let err = Fault::script_from_toml("nonsense = 1").unwrap_err();
         assert_eq!(err.entry, None);
     }
@@ -361,6 +424,14 @@ mod tests {
             Fault::status(500),
             Fault::StreamCut { after_events: 2 },
             Fault::ResetBeforeRequest,
+            Fault::filler(None),
+            Fault::Filler {
+                bytes: Some(10),
+                piece: 1,
+                every_ms: 60_000,
+                chunked: true,
+                after_first_event: true,
+            },
         ];
         let text = serde_json::to_string(&faults).unwrap();
         assert!(text.contains(r#"{"kind":"ok"}"#), "{text}");

@@ -3,7 +3,7 @@
 
 use crate::bodies::Body;
 use crate::config::MockConfig;
-use crate::engine::{Action, Delivery, Plan, Shared};
+use crate::engine::{Action, Delivery, Filler, Plan, Shared};
 use crate::fault::Fault;
 use crate::http::{Conn, Framing, LAST_CHUNK, ReadError, chunk, response_head};
 use crate::stats::Stats;
@@ -287,6 +287,7 @@ async fn execute(conn: &mut Conn, plan: Plan, close: bool, http10: bool) -> bool
             conn.drain(None).await;
             return false;
         }
+        Action::Filler(f) => return filler(conn, f, close, http10).await,
         Action::Send {
             status,
             headers,
@@ -392,6 +393,75 @@ async fn trickle(conn: &mut Conn, out: &[u8], head_len: usize, rate: u32) -> boo
         if conn.stream.write_all(piece).await.is_err() {
             return false;
         }
+    }
+    true
+}
+
+/// Writes a filler body (see [`Fault::Filler`]); false when the connection is finished.
+async fn filler(conn: &mut Conn, f: Filler, close: bool, http10: bool) -> bool {
+    let Filler {
+        mut headers,
+        content_type,
+        first,
+        bytes,
+        piece,
+        every,
+        chunked,
+        shared,
+    } = f;
+    headers.insert(0, ("content-type".to_owned(), content_type.to_owned()));
+    let first = first.unwrap_or_default();
+    let framing = match bytes {
+        Some(n) if !chunked => Framing::Length(
+            usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .saturating_add(first.len()),
+        ),
+        _ => Framing::Chunked,
+    };
+    let mut out = response_head(200, &headers, framing, close, http10);
+    if chunked {
+        chunk(&first, &mut out);
+    } else {
+        out.extend_from_slice(&first);
+    }
+    if conn.stream.write_all(&out).await.is_err() {
+        return false;
+    }
+    let data = vec![b'a'; piece];
+    let mut frame = Vec::with_capacity(piece + 16);
+    chunk(&data, &mut frame);
+    let mut left = bytes.unwrap_or(u64::MAX);
+    while left > 0 {
+        if !every.is_zero() {
+            tokio::time::sleep(every).await;
+        }
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(piece);
+        let written = match (chunked, n == piece) {
+            (true, true) => conn.stream.write_all(&frame).await,
+            (true, false) => {
+                let mut last = Vec::with_capacity(n + 16);
+                chunk(data.get(..n).unwrap_or_default(), &mut last);
+                conn.stream.write_all(&last).await
+            }
+            (false, _) => {
+                conn.stream
+                    .write_all(data.get(..n).unwrap_or_default())
+                    .await
+            }
+        };
+        if written.is_err() {
+            return false;
+        }
+        shared.on_filler(n as u64);
+        left -= n as u64;
+    }
+    if chunked && conn.stream.write_all(LAST_CHUNK).await.is_err() {
+        return false;
+    }
+    if close {
+        let _ = conn.stream.shutdown().await;
+        return false;
     }
     true
 }

@@ -21,7 +21,7 @@ pub struct Stats {
     pub by_status: BTreeMap<u16, u64>,
     /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s (`ok`,
     /// `status`, `latency`, `hang`, `reset`, `reset_before_request`, `malformed`,
-    /// `truncated_body`, `stream_cut`, `trickle`, `huge_body`, `huge_header`), the
+    /// `truncated_body`, `stream_cut`, `trickle`, `huge_body`, `huge_header`, `filler`), the
     /// scenarios' own (`status` for flaky's 5xx, `rate_limit` for every 429 rate limit,
     /// `outage` (also the outage switch), `auth`, `quota`, `reset`, `malformed`,
     /// `hang`, `stream_cut`, `latency` for `slow`), and the request errors
@@ -39,6 +39,10 @@ pub struct Stats {
     pub script_remaining: usize,
     /// Whether the outage switch ([`crate::MockServer::set_down`]) is on.
     pub down: bool,
+    /// Filler bytes ([`crate::Fault::Filler`]) written to clients: an upper bound on
+    /// what they read of such bodies.
+    #[serde(default)]
+    pub filler_bytes: u64,
 }
 
 impl Stats {
@@ -130,6 +134,7 @@ impl StatsState {
             keys_untracked: self.keys_untracked,
             script_remaining,
             down,
+            filler_bytes: 0,
         }
     }
 }

@@ -240,6 +240,91 @@ fn huge_body_and_huge_header() {
 }
 
 #[test]
+fn filler_bodies_are_made_as_they_go() {
+    let s = with_script(vec![
+        Fault::filler(Some(300_000)),
+        Fault::Filler {
+            bytes: Some(1000),
+            piece: 64,
+            every_ms: 0,
+            chunked: true,
+            after_first_event: false,
+        },
+        Fault::filler(None),
+    ]);
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("300000"));
+    assert!(r.complete && r.body.len() == 300_000 && r.body.iter().all(|&b| b == b'a'));
+    let r = openai(s.addr(), "k", "x", &[]).unwrap();
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert!(r.complete && r.body.len() == 1000);
+    assert_eq!(s.stats().filler_bytes, 301_000);
+    // Endless: read a few pieces' worth, then hang up; the server stops writing.
+    let mut c = Client::connect(s.addr()).unwrap();
+    let body = chat_body("x", false);
+    let headers = [
+        ("authorization", "Bearer k"),
+        ("content-type", "application/json"),
+    ];
+    c.send("POST", "/v1/chat/completions", &headers, body.as_bytes())
+        .unwrap();
+    let mut got = 0usize;
+    let mut buf = [0u8; 65_536];
+    while got < 1_000_000 {
+        got += std::io::Read::read(&mut c.stream, &mut buf).unwrap();
+    }
+    drop(c);
+    let stop = Instant::now() + Duration::from_secs(5);
+    let mut last = s.stats().filler_bytes;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = s.stats().filler_bytes;
+        if now == last || Instant::now() > stop {
+            break;
+        }
+        last = now;
+    }
+    let sent = s.stats().filler_bytes - 301_000;
+    eprintln!("endless filler: {sent} bytes written, {got} read");
+    assert!(
+        (1_000_000 - 64 * 1024..64 * 1024 * 1024).contains(&sent),
+        "{sent}"
+    );
+    assert_eq!(s.stats().fault("filler"), 3);
+}
+
+#[test]
+fn filler_stream_after_a_first_event() {
+    let s = with_script(vec![Fault::Filler {
+        bytes: Some(10),
+        piece: 5,
+        every_ms: 0,
+        chunked: false,
+        after_first_event: true,
+    }]);
+    let mut c = Client::connect(s.addr()).unwrap();
+    let headers = [
+        ("authorization", "Bearer k"),
+        ("content-type", "application/json"),
+    ];
+    let r = c
+        .request(
+            "POST",
+            "/v1/chat/completions",
+            &headers,
+            chat_body("x", true).as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let text = r.text();
+    assert!(
+        text.starts_with("data: {") && text.ends_with("\n\naaaaaaaaaa"),
+        "{text}"
+    );
+}
+
+#[test]
 fn latency_fault_delays() {
     let s = with_script(vec![Fault::Latency { ms: 150 }]);
     let started = Instant::now();

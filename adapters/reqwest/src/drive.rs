@@ -2,10 +2,11 @@
 
 use serde_json::Value;
 use steadfast_core::outcome::{Phase, Transport, TransportKind};
+use steadfast_http::body::LimitedBody;
 use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock};
 
 use crate::CallError;
-use crate::errors::transport;
+use crate::errors::{head_too_large, transport};
 use crate::stream::EventStream;
 
 type S<'c> = Session<'c, reqwest::Error>;
@@ -38,16 +39,44 @@ async fn call(
     }
 }
 
+/// Sends; `None` when the attempt failed before a response (and was reported).
+async fn send(s: &mut S<'_>, req: reqwest::RequestBuilder) -> Option<reqwest::Response> {
+    match req.send().await {
+        Ok(r) => Some(r),
+        Err(e) if head_too_large(&e) => {
+            s.on_head_too_large(Some(e));
+            None
+        }
+        Err(e) => {
+            s.on_transport(transport(&e, false), Some(e));
+            None
+        }
+    }
+}
+
 async fn exchange(http: &reqwest::Client, s: &mut S<'_>, out: Outgoing<'_>) {
-    let mut resp = match request(http, out).send().await {
-        Ok(r) => r,
-        Err(e) => return s.on_transport(transport(&e, false), Some(e)),
-    };
+    if let Some(resp) = send(s, request(http, out)).await {
+        read_whole(s, resp).await;
+    }
+}
+
+/// Reads a body whole, within the body limit, and reports the response.
+async fn read_whole(s: &mut S<'_>, mut resp: reqwest::Response) {
     let status = resp.status().as_u16();
     let headers = std::mem::take(resp.headers_mut());
-    match resp.bytes().await {
-        Ok(body) => s.on_response(status, &headers, &body),
-        Err(e) => s.on_body_error(status, &headers, transport(&e, true), e),
+    let Ok(mut body) = LimitedBody::new(s.max_body(), resp.content_length()) else {
+        return s.on_body_too_large(status, &headers);
+    };
+    loop {
+        match resp.chunk().await {
+            Ok(Some(piece)) => {
+                if body.push(&piece).is_err() {
+                    return s.on_body_too_large(status, &headers);
+                }
+            }
+            Ok(None) => return s.on_response(status, &headers, body.as_slice()),
+            Err(e) => return s.on_body_error(status, &headers, transport(&e, true), e),
+        }
     }
 }
 
@@ -104,20 +133,10 @@ pub(crate) async fn stream(
 async fn open(http: &reqwest::Client, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = tokio::time::Instant::now() + out.first_event_timeout();
     let attempt = async {
-        let mut resp = match request(http, out).send().await {
-            Ok(r) => r,
-            Err(e) => {
-                s.on_transport(transport(&e, false), Some(e));
-                return None;
-            }
-        };
+        let mut resp = send(s, request(http, out)).await?;
         let status = resp.status().as_u16();
         let Some(mut reader) = s.stream_reader(status) else {
-            let headers = std::mem::take(resp.headers_mut());
-            match resp.bytes().await {
-                Ok(body) => s.on_response(status, &headers, &body),
-                Err(e) => s.on_body_error(status, &headers, transport(&e, true), e),
-            }
+            read_whole(s, resp).await;
             return None;
         };
         loop {
@@ -127,6 +146,10 @@ async fn open(http: &reqwest::Client, s: &mut S<'_>, out: Outgoing<'_>) -> Optio
                     if let Some(ok) = reader.first_event() {
                         s.on_stream_started(status, resp.headers(), ok);
                         return ok.then_some(Opened { resp, reader });
+                    }
+                    if reader.over_limit() {
+                        s.on_body_too_large(status, resp.headers());
+                        return None;
                     }
                 }
                 Ok(None) => {

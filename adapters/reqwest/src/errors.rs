@@ -33,3 +33,16 @@ pub(crate) fn transport(e: &reqwest::Error, status_seen: bool) -> Transport {
     };
     Transport::new(kind, phase_of(kind))
 }
+
+/// Whether the response's status line and headers were larger than hyper accepts
+/// (its buffer, about 400 KiB, or 100 headers).
+pub(crate) fn head_too_large(e: &reqwest::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_parse_too_large();
+        }
+        cur = err.source();
+    }
+    false
+}

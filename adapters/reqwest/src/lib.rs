@@ -32,8 +32,8 @@ use std::sync::Arc;
 use serde_json::Value;
 pub use steadfast_core::policy::{Policy, Preset};
 pub use steadfast_http::{
-    ApiKey, Degraded, EndpointDef, Fallback, FallbackKind, GiveUpReason, Interruption,
-    MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
+    ApiKey, DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind,
+    GiveUpReason, Interruption, MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::EventStream;
@@ -119,6 +119,18 @@ impl ClientBuilder {
         let mut s = [0u8; 32];
         s[..8].copy_from_slice(&seed.to_le_bytes());
         self.seed(s)
+    }
+
+    /// The largest response body read, in bytes (default [`DEFAULT_MAX_BODY`], 32 MiB).
+    /// A body that announces or reaches more fails its attempt at once, unread, and a
+    /// call that gives up after it carries [`Exceeded::BodyTooLarge`]; for a stream, the
+    /// limit is on an unfinished event and on the text kept. (Response heads are
+    /// limited by hyper: about 400 KiB or 100 headers, [`Exceeded::HeadTooLarge`] past
+    /// it.)
+    #[must_use]
+    pub fn max_body(mut self, bytes: u64) -> Self {
+        self.setup.max_body = bytes;
+        self
     }
 
     /// Uses this reqwest client (its own connect timeout, TLS, proxies) instead of one

@@ -75,6 +75,31 @@ pub struct Run {
     pub dropped_events: u64,
 }
 
+/// What a run counts as it goes: all that a run without its logs
+/// ([`crate::run_tally`]) keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Tally {
+    /// The virtual instant reached.
+    pub now: Timestamp,
+    /// Calls that arrived.
+    pub arrived: u64,
+    /// Calls finished.
+    pub finished: u64,
+    /// Calls finished with a success.
+    pub succeeded: u64,
+    /// Upstream requests sent.
+    pub requests: u64,
+    /// Breaker transitions.
+    pub breaker_transitions: u64,
+    /// Key cooldowns, disables and enables.
+    pub key_events: u64,
+    /// Calls waiting for a concurrency slot now.
+    pub queued: usize,
+    /// Engine events lost because the ring overflowed.
+    pub dropped_events: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Arrive(u32),
@@ -85,7 +110,8 @@ enum Ev {
 struct Active {
     call_index: u32,
     call: Call,
-    pending: Option<(AttemptId, Outcome, usize)>,
+    started: Timestamp,
+    pending: Option<(AttemptId, Outcome, Request)>,
 }
 
 /// How many events a run may take per call before it is declared stuck.
@@ -94,7 +120,8 @@ const EVENTS_PER_CALL: u64 = 100_000;
 pub(crate) struct Driver {
     engine: Engine,
     upstream: Upstream,
-    arrivals: Vec<Timestamp>,
+    arrivals: Arrivals,
+    calls: u64,
     heap: BinaryHeap<Reverse<(Timestamp, u64, Ev)>>,
     seq: u64,
     slots: Vec<Option<Active>>,
@@ -104,8 +131,10 @@ pub(crate) struct Driver {
     active: usize,
     tokens: u64,
     checks: Option<Checks>,
+    /// Whether every request and call is kept in [`Run`] (else only counted).
+    keep_log: bool,
+    tally: Tally,
     run: Run,
-    started: Vec<Timestamp>,
 }
 
 impl Driver {
@@ -114,6 +143,7 @@ impl Driver {
         policy: &Policy,
         seed: u64,
         checked: bool,
+        keep_log: bool,
     ) -> Result<Driver, SimError> {
         let specs: Vec<_> = scenario
             .endpoints
@@ -125,13 +155,18 @@ impl Driver {
             chunk.copy_from_slice(&split_seed(seed, i as u64).to_le_bytes());
         }
         let engine = Engine::new(policy.clone(), &specs, engine_seed).map_err(SimError::Policy)?;
-        let arrivals = arrivals(scenario, seed);
-        let calls = arrivals.len();
+        let arrivals = Arrivals::new(scenario, seed);
+        let calls = if keep_log {
+            usize::try_from(scenario.load.calls).unwrap_or(0)
+        } else {
+            0
+        };
         let checks = checked.then(|| Checks::new(scenario, policy));
         Ok(Driver {
             engine,
             upstream: Upstream::new(scenario, seed),
             arrivals,
+            calls: scenario.load.calls,
             heap: BinaryHeap::new(),
             seq: 0,
             slots: Vec::new(),
@@ -141,6 +176,8 @@ impl Driver {
             active: 0,
             tokens: scenario.load.tokens,
             checks,
+            keep_log,
+            tally: Tally::default(),
             run: Run {
                 scenario: scenario.clone(),
                 seed,
@@ -151,7 +188,6 @@ impl Driver {
                 violations: Vec::new(),
                 dropped_events: 0,
             },
-            started: vec![Timestamp::MAX; calls],
         })
     }
 
@@ -161,23 +197,47 @@ impl Driver {
     }
 
     pub(crate) fn run(mut self) -> Result<Run, SimError> {
-        if let Some(&first) = self.arrivals.first() {
+        self.run_with(u64::MAX, &mut |_| {})?;
+        Ok(self.run)
+    }
+
+    /// Runs to the end, calling `on_progress` each time `every` more calls finished.
+    pub(crate) fn run_tally(
+        mut self,
+        every: u64,
+        on_progress: &mut dyn FnMut(&Tally),
+    ) -> Result<Tally, SimError> {
+        self.run_with(every, on_progress)?;
+        Ok(self.tally)
+    }
+
+    fn run_with(
+        &mut self,
+        every: u64,
+        on_progress: &mut dyn FnMut(&Tally),
+    ) -> Result<(), SimError> {
+        if let Some(first) = self.arrivals.next() {
             self.push(first, Ev::Arrive(0));
         }
-        let limit = (self.arrivals.len() as u64).saturating_mul(EVENTS_PER_CALL);
+        let limit = self.calls.saturating_mul(EVENTS_PER_CALL);
+        let every = every.max(1);
         let mut events = 0u64;
         while let Some(Reverse((now, _, ev))) = self.heap.pop() {
             events += 1;
             if events > limit {
                 return Err(SimError::Stuck { at: now });
             }
+            self.tally.now = now;
+            let finished = self.tally.finished;
             match ev {
                 Ev::Arrive(i) => {
-                    let next = i as usize + 1;
-                    if let Some(&t) = self.arrivals.get(next) {
-                        self.push(t, Ev::Arrive(next as u32));
+                    if let Some(t) = self.arrivals.next() {
+                        self.push(t, Ev::Arrive(i.saturating_add(1)));
                     }
-                    self.run.calls.push(placeholder_record(now));
+                    self.tally.arrived += 1;
+                    if self.keep_log {
+                        self.run.calls.push(placeholder_record(now));
+                    }
                     if self.active < self.concurrency {
                         self.start(i, now);
                     } else {
@@ -189,40 +249,47 @@ impl Driver {
                     let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                         continue;
                     };
-                    if let Some((id, outcome, log)) = a.pending.take() {
+                    if let Some((id, outcome, request)) = a.pending.take() {
                         let _ = a.call.on_outcome(now, id, outcome);
-                        if let (Some(c), Some(r)) = (&mut self.checks, self.run.requests.get(log)) {
-                            c.on_answer(r);
+                        if let Some(c) = &mut self.checks {
+                            c.on_answer(&request);
                         }
                     }
                     self.drive(slot, now);
                 }
             }
+            if self.tally.finished / every != finished / every {
+                self.tally.queued = self.queue.len();
+                self.tally.dropped_events = self.engine.dropped_events();
+                on_progress(&self.tally);
+            }
         }
-        let unfinished = self
-            .run
-            .calls
-            .iter()
-            .position(|c| c.finished == Timestamp::MAX);
-        if self.run.calls.len() != self.arrivals.len() || unfinished.is_some() {
+        self.tally.queued = self.queue.len();
+        self.tally.dropped_events = self.engine.dropped_events();
+        if self.tally.arrived != self.calls || self.tally.finished != self.calls {
+            let unfinished = self
+                .run
+                .calls
+                .iter()
+                .position(|c| c.finished == Timestamp::MAX);
             return Err(SimError::Unfinished {
-                call: unfinished.unwrap_or(self.run.calls.len()) as u32,
+                call: unfinished.map_or(self.tally.finished, |i| i as u64) as u32,
             });
         }
         if let Some(c) = self.checks.take() {
             self.run.violations = c.into_violations();
         }
         self.run.dropped_events = self.engine.dropped_events();
-        Ok(self.run)
+        Ok(())
     }
 
     fn start(&mut self, call_index: u32, now: Timestamp) {
         self.active += 1;
-        self.started[call_index as usize] = now;
         let call = self.engine.start_call(now, None).with_tokens(self.tokens);
         let active = Active {
             call_index,
             call,
+            started: now,
             pending: None,
         };
         let slot = match self.free.pop() {
@@ -252,7 +319,12 @@ impl Driver {
                 }
                 None => a.call.poll_decision(now, &mut self.engine),
             };
-            drain_events(&mut self.engine, &mut self.run);
+            drain_events(
+                &mut self.engine,
+                &mut self.run,
+                &mut self.tally,
+                self.keep_log,
+            );
             match decision {
                 Decision::Send(attempt) => {
                     let answer = self.upstream.handle(now, attempt.target);
@@ -263,8 +335,7 @@ impl Driver {
                         .after
                         .map(|d| now.saturating_add(d))
                         .filter(|&t| t < attempt.deadline);
-                    let log = self.run.requests.len();
-                    self.run.requests.push(Request {
+                    let request = Request {
                         at: now,
                         call: a.call_index,
                         attempt: attempt.id.0,
@@ -276,10 +347,14 @@ impl Driver {
                         },
                         answered: arrives.unwrap_or(attempt.deadline),
                         hint: arrives.and(answer.hint),
-                    });
+                    };
+                    self.tally.requests += 1;
+                    if self.keep_log {
+                        self.run.requests.push(request);
+                    }
                     match arrives {
                         Some(t) => {
-                            a.pending = Some((attempt.id, answer.outcome, log));
+                            a.pending = Some((attempt.id, answer.outcome, request));
                             self.push(t, Ev::Answer(slot));
                         }
                         None => self.push(attempt.deadline, Ev::Wake(slot)),
@@ -292,11 +367,16 @@ impl Driver {
                 }
                 Decision::Done(finish) => {
                     let index = a.call_index as usize;
+                    let started = a.started;
                     self.slots[slot as usize] = None;
                     self.free.push(slot);
                     self.active -= 1;
+                    self.tally.finished += 1;
+                    if matches!(finish, Finish::Success { .. }) {
+                        self.tally.succeeded += 1;
+                    }
                     if let Some(rec) = self.run.calls.get_mut(index) {
-                        rec.started = self.started[index];
+                        rec.started = started;
                         rec.finished = now;
                         rec.finish = finish;
                     }
@@ -304,13 +384,13 @@ impl Driver {
                         return;
                     };
                     self.active += 1;
-                    self.started[next as usize] = now;
                     let call = self.engine.start_call(now, None).with_tokens(self.tokens);
                     // The freed slot is reused at once.
                     let s = self.free.pop().unwrap_or(slot);
                     self.slots[s as usize] = Some(Active {
                         call_index: next,
                         call,
+                        started: now,
                         pending: None,
                     });
                     slot = s;
@@ -320,11 +400,21 @@ impl Driver {
     }
 }
 
-fn drain_events(engine: &mut Engine, run: &mut Run) {
+fn drain_events(engine: &mut Engine, run: &mut Run, tally: &mut Tally, keep_log: bool) {
     while let Some(e) = engine.poll_event() {
         match e {
-            EngineEvent::Breaker { endpoint, event } => run.breaker.push((endpoint, event)),
-            EngineEvent::Key(k) => run.keys.push(k),
+            EngineEvent::Breaker { endpoint, event } => {
+                tally.breaker_transitions += 1;
+                if keep_log {
+                    run.breaker.push((endpoint, event));
+                }
+            }
+            EngineEvent::Key(k) => {
+                tally.key_events += 1;
+                if keep_log {
+                    run.keys.push(k);
+                }
+            }
             _ => {}
         }
     }
@@ -344,23 +434,47 @@ fn placeholder_record(arrived: Timestamp) -> CallRecord {
     }
 }
 
-/// The arrival instants of every call.
-fn arrivals(scenario: &Scenario, seed: u64) -> Vec<Timestamp> {
-    let load = &scenario.load;
-    let mut rng = rng::from_u64(split_seed(seed, 50));
-    let gap = 1e9 / load.rate;
-    let mut t = 0.0f64;
-    (0..load.calls)
-        .map(|i| {
-            let at = match load.arrival {
-                Arrival::Fixed => i as f64 * gap,
-                Arrival::Poisson => {
-                    let now = t;
-                    t += -(1.0 - unit_f64(&mut rng)).ln() * gap;
-                    now
-                }
-            };
-            Timestamp::from_nanos(at as u64)
-        })
-        .collect()
+/// The arrival instants of the calls, drawn one at a time (so a run holds none ahead).
+struct Arrivals {
+    rng: rng::CoreRng,
+    kind: Arrival,
+    gap: f64,
+    t: f64,
+    next: u64,
+    calls: u64,
+}
+
+impl Arrivals {
+    fn new(scenario: &Scenario, seed: u64) -> Arrivals {
+        let load = &scenario.load;
+        Arrivals {
+            rng: rng::from_u64(split_seed(seed, 50)),
+            kind: load.arrival,
+            gap: 1e9 / load.rate,
+            t: 0.0,
+            next: 0,
+            calls: load.calls,
+        }
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = Timestamp;
+
+    fn next(&mut self) -> Option<Timestamp> {
+        if self.next >= self.calls {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        let at = match self.kind {
+            Arrival::Fixed => i as f64 * self.gap,
+            Arrival::Poisson => {
+                let now = self.t;
+                self.t += -(1.0 - unit_f64(&mut self.rng)).ln() * self.gap;
+                now
+            }
+        };
+        Some(Timestamp::from_nanos(at as u64))
+    }
 }

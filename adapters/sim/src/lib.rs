@@ -41,7 +41,7 @@ pub mod text;
 pub mod upstream;
 
 pub use checks::Violation;
-pub use driver::{CallRecord, Request, Run};
+pub use driver::{CallRecord, Request, Run, Tally};
 pub use report::Report;
 pub use scenario::{Scenario, ScenarioError};
 
@@ -89,14 +89,30 @@ impl std::error::Error for SimError {
 /// Runs `scenario` under `policy` with `seed`.
 pub fn run(scenario: &Scenario, policy: &Policy, seed: u64) -> Result<Run, SimError> {
     scenario.validate().map_err(SimError::Scenario)?;
-    driver::Driver::new(scenario, policy, seed, false)?.run()
+    driver::Driver::new(scenario, policy, seed, false, true)?.run()
 }
 
 /// Runs like [`run`], checking the core's invariants at every step; the run's
 /// [`Run::violations`] lists what broke (empty when all held). Slower.
 pub fn run_checked(scenario: &Scenario, policy: &Policy, seed: u64) -> Result<Run, SimError> {
     scenario.validate().map_err(SimError::Scenario)?;
-    driver::Driver::new(scenario, policy, seed, true)?.run()
+    driver::Driver::new(scenario, policy, seed, true, true)?.run()
+}
+
+/// Runs like [`run`] without keeping a log: requests, calls, breaker transitions and
+/// key events are counted in a [`Tally`] and dropped, so memory stays flat however many
+/// calls the scenario makes (for soak runs of millions of calls). `on_progress` is
+/// called with the tally each time `every` more calls have finished. The same scenario,
+/// policy and seed make the same decisions as [`run`].
+pub fn run_tally(
+    scenario: &Scenario,
+    policy: &Policy,
+    seed: u64,
+    every: u64,
+    mut on_progress: impl FnMut(&Tally),
+) -> Result<Tally, SimError> {
+    scenario.validate().map_err(SimError::Scenario)?;
+    driver::Driver::new(scenario, policy, seed, false, false)?.run_tally(every, &mut on_progress)
 }
 
 /// The `stream`-th independent `u64` derived from `seed` (SplitMix64), so each random

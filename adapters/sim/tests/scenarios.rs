@@ -161,3 +161,33 @@ fn same_seed_same_report_and_different_seeds_differ() {
     };
     assert_eq!(text(7), text(7));
 }
+
+#[test]
+fn a_tally_counts_what_the_logged_run_records() {
+    use steadfast_core::retry::Finish;
+    let seed = 3;
+    let mut s = scenario("quota-exhausted-key");
+    s.endpoints[0].outages = scenario("outage").endpoints[0].outages.clone();
+    let r = run(&s, &Policy::default(), seed).unwrap();
+    let mut marks = Vec::new();
+    let t = steadfast_sim::run_tally(&s, &Policy::default(), seed, 100, |t| {
+        marks.push(t.finished)
+    })
+    .unwrap();
+    let successes = r
+        .calls
+        .iter()
+        .filter(|c| matches!(c.finish, Finish::Success { .. }))
+        .count() as u64;
+    assert_eq!((t.arrived, t.finished), (1000, 1000), "seed {seed}");
+    assert_eq!(t.requests, r.requests.len() as u64, "seed {seed}");
+    assert_eq!(t.succeeded, successes, "seed {seed}");
+    assert_eq!(t.breaker_transitions, r.breaker.len() as u64, "seed {seed}");
+    assert_eq!(t.key_events, r.keys.len() as u64, "seed {seed}");
+    assert!(
+        t.breaker_transitions > 0 && t.key_events > 0,
+        "seed {seed}: {t:?}"
+    );
+    assert_eq!(t.now, r.calls.iter().map(|c| c.finished).max().unwrap());
+    assert_eq!(marks, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
+}

@@ -4,18 +4,21 @@ use std::io::Read;
 
 use http::HeaderMap;
 use serde_json::Value;
+use steadfast_http::body::LimitedBody;
 use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock};
 use ureq::Agent;
 use ureq::http::Response;
 
+use crate::CallError;
 use crate::errors::transport;
 use crate::stream::EventIter;
-use crate::{CallError, MAX_BODY};
 
 type S<'c> = Session<'c, ureq::Error>;
 
 /// The bytes read per `read` of a stream.
 const STREAM_READ: usize = 8 * 1024;
+/// The bytes read per `read` of a whole body.
+const BODY_READ: usize = 64 * 1024;
 
 fn send(
     agent: &Agent,
@@ -58,16 +61,59 @@ fn call(
     }
 }
 
+/// Sends; `None` when the attempt failed before a response (and was reported).
+fn send_reported(
+    agent: &Agent,
+    s: &mut S<'_>,
+    out: Outgoing<'_>,
+    stream: bool,
+) -> Option<Response<ureq::Body>> {
+    match send(agent, out, stream) {
+        Ok(r) => Some(r),
+        Err(
+            e @ (ureq::Error::LargeResponseHeader(..)
+            | ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders)),
+        ) => {
+            s.on_head_too_large(Some(e));
+            None
+        }
+        Err(e) => {
+            s.on_transport(transport(&e, false), Some(e));
+            None
+        }
+    }
+}
+
 fn exchange(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) {
-    let resp = match send(agent, out, false) {
-        Ok(r) => r,
-        Err(e) => return s.on_transport(transport(&e, false), Some(e)),
+    let Some(resp) = send_reported(agent, s, out, false) else {
+        return;
     };
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
-    match body.into_with_config().limit(MAX_BODY).read_to_vec() {
-        Ok(bytes) => s.on_response(status, &parts.headers, &bytes),
-        Err(e) => s.on_body_error(status, &parts.headers, transport(&e, true), e),
+    read_whole(s, status, &parts.headers, body);
+}
+
+/// Reads a body whole, within the body limit, and reports the response.
+fn read_whole(s: &mut S<'_>, status: u16, headers: &HeaderMap, body: ureq::Body) {
+    let Ok(mut whole) = LimitedBody::new(s.max_body(), body.content_length()) else {
+        return s.on_body_too_large(status, headers);
+    };
+    let mut reader = body.into_reader();
+    let mut buf = vec![0u8; BODY_READ];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return s.on_response(status, headers, whole.as_slice()),
+            Ok(n) => {
+                if whole.push(buf.get(..n).unwrap_or_default()).is_err() {
+                    return s.on_body_too_large(status, headers);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let e = ureq::Error::from(e);
+                return s.on_body_error(status, headers, transport(&e, true), e);
+            }
+        }
     }
 }
 
@@ -118,21 +164,12 @@ pub(crate) fn stream(agent: &Agent, shared: &Shared, body: &Value) -> Result<Eve
 }
 
 fn open(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
-    let resp = match send(agent, out, true) {
-        Ok(r) => r,
-        Err(e) => {
-            s.on_transport(transport(&e, false), Some(e));
-            return None;
-        }
-    };
+    let resp = send_reported(agent, s, out, true)?;
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     let headers: HeaderMap = parts.headers;
     let Some(mut reader) = s.stream_reader(status) else {
-        match body.into_with_config().limit(MAX_BODY).read_to_vec() {
-            Ok(bytes) => s.on_response(status, &headers, &bytes),
-            Err(e) => s.on_body_error(status, &headers, transport(&e, true), e),
-        }
+        read_whole(s, status, &headers, body);
         return None;
     };
     let mut body = body.into_reader();
@@ -148,6 +185,10 @@ fn open(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
                 if let Some(ok) = reader.first_event() {
                     s.on_stream_started(status, &headers, ok);
                     return ok.then_some(Opened { body, reader });
+                }
+                if reader.over_limit() {
+                    s.on_body_too_large(status, &headers);
+                    return None;
                 }
             }
             Err(e) => {

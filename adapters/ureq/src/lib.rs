@@ -24,6 +24,10 @@
 //! attempt timeout bounds the stream.
 
 #![forbid(unsafe_code)]
+// `CallError` holds the last `ureq::Error` by value, and ureq's error alone is close to
+// clippy's 128-byte threshold; boxing it would allocate on every failure and change the
+// public error type for a few bytes.
+#![allow(clippy::result_large_err)]
 
 mod drive;
 mod errors;
@@ -34,8 +38,8 @@ use std::sync::Arc;
 use serde_json::Value;
 pub use steadfast_core::policy::{Policy, Preset};
 pub use steadfast_http::{
-    ApiKey, Degraded, EndpointDef, Fallback, FallbackKind, GiveUpReason, Interruption,
-    MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
+    ApiKey, DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind,
+    GiveUpReason, Interruption, MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::EventIter;
@@ -46,9 +50,6 @@ pub type CallError = steadfast_http::CallError<ureq::Error>;
 pub type StreamError = steadfast_http::StreamError<ureq::Error>;
 /// A client that cannot be built.
 pub type BuildError = SetupError;
-
-/// The largest response body read (64 MiB); a longer one fails the attempt.
-pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 
 /// Builds a [`Client`].
 #[derive(Debug, Default)]
@@ -92,6 +93,18 @@ impl ClientBuilder {
         let mut s = [0u8; 32];
         s[..8].copy_from_slice(&seed.to_le_bytes());
         self.seed(s)
+    }
+
+    /// The largest response body read, in bytes (default [`DEFAULT_MAX_BODY`], 32 MiB).
+    /// A body that announces or reaches more fails its attempt at once, unread, and a
+    /// call that gives up after it carries [`Exceeded::BodyTooLarge`]; for a stream, the
+    /// limit is on an unfinished event and on the text kept. (Response heads are
+    /// limited by ureq: 64 KiB by default and 128 headers, [`Exceeded::HeadTooLarge`]
+    /// past either.)
+    #[must_use]
+    pub fn max_body(mut self, bytes: u64) -> Self {
+        self.setup.max_body = bytes;
+        self
     }
 
     /// Uses this agent (its TLS, proxy and pool settings; timeouts are set per

@@ -4,67 +4,8 @@
 #[macro_use]
 mod support;
 
-use std::sync::OnceLock;
-
-use futures_util::StreamExt;
-use serde_json::Value;
-use steadfast_http::{CallError, MetricsSnapshot, Reply, Shared};
-use steadfast_reqwest::Client;
-use support::{Build, Harness, Streamed};
-
-fn rt() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime")
-    })
-}
-
-struct Reqwest;
-
-impl Harness for Reqwest {
-    type Client = Client;
-    type Source = reqwest::Error;
-    const NAME: &'static str = "reqwest";
-
-    fn build(b: Build) -> Client {
-        let mut builder = Client::builder().policy(b.policy).seed_u64(b.seed);
-        for e in b.endpoints {
-            builder = builder.endpoint(e);
-        }
-        for f in b.fallbacks {
-            builder = builder.fallback(f);
-        }
-        let _guard = rt().enter();
-        builder.build().expect("client builds")
-    }
-
-    fn chat(c: &Client, body: Value) -> Result<Reply, CallError<reqwest::Error>> {
-        rt().block_on(c.chat(body))
-    }
-
-    fn chat_with(c: &Client, id: &str, body: Value) -> Result<Reply, CallError<reqwest::Error>> {
-        rt().block_on(c.chat_with(id, body))
-    }
-
-    fn stream(c: &Client, body: Value) -> Streamed<reqwest::Error> {
-        rt().block_on(async {
-            let stream = c.stream(body).await?;
-            Ok(stream.collect::<Vec<_>>().await)
-        })
-    }
-
-    fn metrics(c: &Client) -> MetricsSnapshot {
-        c.metrics()
-    }
-
-    fn shared(c: &Client) -> &Shared {
-        c.shared()
-    }
-}
+use support::clients::{Reqwest, rt};
+use support::{Build, Harness};
 
 all_scenarios!(Reqwest);
 

@@ -1,51 +1,12 @@
 //! The loopback suite run through `steadfast-ureq` (blocking).
+// steadfast-ureq's `CallError` holds the `ureq::Error` by value (see its crate root).
+#![allow(clippy::result_large_err)]
 
 #[macro_use]
 mod support;
 
-use serde_json::Value;
-use steadfast_http::{CallError, MetricsSnapshot, Reply, Shared};
-use steadfast_ureq::Client;
-use support::{Build, Harness, Streamed};
-
-struct Ureq;
-
-impl Harness for Ureq {
-    type Client = Client;
-    type Source = ureq::Error;
-    const NAME: &'static str = "ureq";
-
-    fn build(b: Build) -> Client {
-        let mut builder = Client::builder().policy(b.policy).seed_u64(b.seed);
-        for e in b.endpoints {
-            builder = builder.endpoint(e);
-        }
-        for f in b.fallbacks {
-            builder = builder.fallback(f);
-        }
-        builder.build().expect("client builds")
-    }
-
-    fn chat(c: &Client, body: Value) -> Result<Reply, CallError<ureq::Error>> {
-        c.chat(body)
-    }
-
-    fn chat_with(c: &Client, id: &str, body: Value) -> Result<Reply, CallError<ureq::Error>> {
-        c.chat_with(id, body)
-    }
-
-    fn stream(c: &Client, body: Value) -> Streamed<ureq::Error> {
-        Ok(c.stream(body)?.collect())
-    }
-
-    fn metrics(c: &Client) -> MetricsSnapshot {
-        c.metrics()
-    }
-
-    fn shared(c: &Client) -> &Shared {
-        c.shared()
-    }
-}
+use support::clients::Ureq;
+use support::{Build, Harness};
 
 all_scenarios!(Ureq);
 

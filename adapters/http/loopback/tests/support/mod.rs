@@ -3,6 +3,8 @@
 //! (generic over the harness), instantiated per adapter by `scenarios!`.
 #![allow(dead_code)]
 
+pub mod clients;
+pub mod hostile;
 pub mod scenarios;
 pub mod streams;
 pub mod tap;
@@ -29,6 +31,8 @@ pub struct Build {
     /// Clients of one test that share a server need different seeds, or they draw
     /// the same idempotency keys (and the server replays the other's answers).
     pub seed: u64,
+    /// The client's body limit, when not the default.
+    pub max_body: Option<u64>,
 }
 
 impl Build {
@@ -38,7 +42,13 @@ impl Build {
             endpoints: vec![endpoint],
             fallbacks: Vec::new(),
             seed: SEED,
+            max_body: None,
         }
+    }
+
+    pub fn max_body(mut self, bytes: u64) -> Build {
+        self.max_body = Some(bytes);
+        self
     }
 
     pub fn seed(mut self, seed: u64) -> Build {
@@ -66,7 +76,7 @@ impl Build {
 pub type Streamed<E> = Result<Vec<Result<SseEvent, StreamError<E>>>, CallError<E>>;
 
 /// One adapter, driven blocking from a test thread.
-pub trait Harness {
+pub trait Harness: 'static {
     type Client: Debug;
     type Source: std::error::Error + Debug + 'static;
     const NAME: &'static str;
