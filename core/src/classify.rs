@@ -88,6 +88,8 @@ pub enum Class {
     UnexpectedStatus,
     /// A 2xx whose body was malformed or truncated.
     MalformedBody,
+    /// A 2xx body larger than the client will read.
+    ResponseTooLarge,
     /// DNS, connection refused, connect timeout or TLS failure.
     Connect,
     /// No (complete) answer within the attempt's timeout.
@@ -336,7 +338,9 @@ pub const TRANSPORT_KINDS: [TransportKind; 8] = [
 ///   501, 505: request, not retryable.
 /// - `unexpected_status` (1xx, 3xx, < 100, > 599): `UnexpectedStatus`, request, not
 ///   retryable. `malformed_body` (2xx cut or malformed): `MalformedBody`, endpoint,
-///   retryable.
+///   retryable. `oversized_body` (2xx over the client's body limit):
+///   `ResponseTooLarge`, request, not retryable — the same request would get the same
+///   answer, and each try downloads up to the limit again.
 /// - transport: every kind endpoint scope, retryable.
 /// - `honor_should_retry`: true.
 ///
@@ -350,6 +354,8 @@ pub struct ClassifyConfig {
     pub honor_should_retry: bool,
     /// The rule for a 2xx whose body is malformed or truncated.
     pub malformed_body: Rule,
+    /// The rule for a 2xx body over the client's limit ([`BodyState::TooLarge`]).
+    pub oversized_body: Rule,
     /// The rule for a status that is not a final answer (1xx, 3xx, < 100, > 599).
     pub unexpected_status: Rule,
     // The tables are private: they are indexed by offset, which only the methods know.
@@ -363,6 +369,7 @@ impl Default for ClassifyConfig {
         ClassifyConfig {
             honor_should_retry: true,
             malformed_body: DEFAULT_MALFORMED_BODY,
+            oversized_body: DEFAULT_OVERSIZED_BODY,
             unexpected_status: DEFAULT_UNEXPECTED_STATUS,
             status: core::array::from_fn(|i| {
                 ClassifyConfig::default_status_rule(STATUS_MIN.saturating_add(i as u16))
@@ -374,6 +381,7 @@ impl Default for ClassifyConfig {
 }
 
 const DEFAULT_MALFORMED_BODY: Rule = Rule::new(Class::MalformedBody, Scope::Endpoint, true);
+const DEFAULT_OVERSIZED_BODY: Rule = Rule::new(Class::ResponseTooLarge, Scope::Request, false);
 const DEFAULT_UNEXPECTED_STATUS: Rule = Rule::new(Class::UnexpectedStatus, Scope::Request, false);
 const CANCELLED: Failure = Failure {
     class: Class::Cancelled,
@@ -397,6 +405,7 @@ impl ClassifyConfig {
             200..=299 => match r.body {
                 BodyState::Complete => return Verdict::Success,
                 BodyState::Malformed | BodyState::Truncated => (self.malformed_body, true),
+                BodyState::TooLarge => (self.oversized_body, true),
             },
             STATUS_MIN..=STATUS_MAX => {
                 let from_body = r.error.kind.and_then(|k| self.error_kind_rule(k));

@@ -108,6 +108,8 @@ pub enum BodyState {
     Malformed,
     /// Ended early (the connection closed before `Content-Length` or the last chunk).
     Truncated,
+    /// Larger than the client will read (its body limit), so not read.
+    TooLarge,
 }
 
 /// A failure below HTTP.

@@ -58,9 +58,12 @@ pub fn stream_started(
 }
 
 /// The outcome of a 2xx whose body was not read because it broke the client's body
-/// limit: not the body the API promises (malformed), with the headers' hints.
+/// limit, with the headers' hints; the core decides whether that is worth a retry.
 pub fn oversized(status: u16, headers: &HeaderMap, wall_now_unix: u64) -> Outcome {
-    stream_started(status, headers, false, wall_now_unix)
+    match stream_started(status, headers, true, wall_now_unix) {
+        Outcome::Response(r) => Outcome::Response(r.with_body(BodyState::TooLarge)),
+        other => other,
+    }
 }
 
 /// The outcome of a response whose status line and headers were too large to read:

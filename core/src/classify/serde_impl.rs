@@ -23,6 +23,7 @@ const CONFIG_FIELDS: &[&str] = &[
     "honor_should_retry",
     "malformed_body",
     "unexpected_status",
+    "oversized_body",
     "status",
     "error_kind",
     "transport",
@@ -43,6 +44,9 @@ impl Serialize for ClassifyConfig {
         }
         if self.unexpected_status != default.unexpected_status {
             map.serialize_entry("unexpected_status", &self.unexpected_status)?;
+        }
+        if self.oversized_body != default.oversized_body {
+            map.serialize_entry("oversized_body", &self.oversized_body)?;
         }
         if self.status != default.status {
             map.serialize_entry("status", &StatusDiff(self))?;
@@ -133,7 +137,7 @@ impl<'de> Visitor<'de> for ConfigVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClassifyConfig, A::Error> {
         let mut cfg = ClassifyConfig::default();
-        let mut seen = [false; 6];
+        let mut seen = [false; 7];
         while let Some(field) = map.next_key_seed(Field(CONFIG_FIELDS))? {
             if let Some(seen) = seen.get_mut(field) {
                 if *seen {
@@ -151,8 +155,12 @@ impl<'de> Visitor<'de> for ConfigVisitor {
                     let base = Some(cfg.unexpected_status);
                     cfg.unexpected_status = map.next_value_seed(RuleSeed(base))?;
                 }
-                3 => map.next_value_seed(StatusTable(&mut cfg))?,
-                4 => map.next_value_seed(KindTable(&mut cfg))?,
+                3 => {
+                    let base = Some(cfg.oversized_body);
+                    cfg.oversized_body = map.next_value_seed(RuleSeed(base))?;
+                }
+                4 => map.next_value_seed(StatusTable(&mut cfg))?,
+                5 => map.next_value_seed(KindTable(&mut cfg))?,
                 _ => map.next_value_seed(TransportTable(&mut cfg))?,
             }
         }

@@ -1011,3 +1011,16 @@ mod serde_tests {
         assert!(e.contains("retryable"), "{e}");
     }
 }
+
+#[test]
+fn an_oversized_success_body_is_not_retried_by_default() {
+    let c = ClassifyConfig::default();
+    let o = Outcome::Response(Response::new(200).with_body(BodyState::TooLarge));
+    let Verdict::Failure(f) = c.classify(&o) else {
+        panic!("an oversized body is not a success");
+    };
+    assert_eq!(
+        (f.class, f.scope, f.retryable, f.after_send),
+        (Class::ResponseTooLarge, Scope::Request, false, true)
+    );
+}

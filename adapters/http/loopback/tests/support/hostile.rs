@@ -259,16 +259,17 @@ fn refused_bound(limit: u64, attempts: u32) -> u64 {
 }
 
 /// 200 MiB bodies (announced, or chunked, or endless) are refused at the body limit:
-/// `BodyTooLarge`, and the server could write only a fraction of them.
+/// `BodyTooLarge`, not retried (the same request would get the same answer), and the
+/// server could write only a fraction of them.
 pub fn a_huge_body_is_refused_unread<H: Harness>() {
     let huge = 200 * MIB;
     let server = server_with(&vec![Fault::filler(Some(huge)); 12]);
     let what = "200 MiB announced";
     let e = call_fails::<H>(what, hostile(&server), ask("x"));
     assert_eq!(e.exceeded, Some(Exceeded::BodyTooLarge));
-    assert_eq!(e.reason, GiveUpReason::RetriesExhausted);
-    assert_eq!((e.attempts, e.status), (10, Some(200)));
-    assert_eq!(e.class, Some(Class::MalformedBody));
+    assert_eq!(e.reason, GiveUpReason::NotRetryable);
+    assert_eq!((e.attempts, e.status), (1, Some(200)));
+    assert_eq!(e.class, Some(Class::ResponseTooLarge));
     let sent = server.stats().filler_bytes;
     eprintln!("{what}: the server wrote {} KiB in all", sent / 1024);
     assert!(sent < refused_bound(0, e.attempts), "{sent} bytes written");
@@ -289,7 +290,7 @@ pub fn a_huge_body_is_refused_unread<H: Harness>() {
         let build = hostile(&server).max_body(limit);
         let e = call_fails::<H>(what, build, ask("x"));
         assert_eq!(e.exceeded, Some(Exceeded::BodyTooLarge), "{what}");
-        assert_eq!(e.reason, GiveUpReason::RetriesExhausted, "{what}");
+        assert_eq!(e.reason, GiveUpReason::NotRetryable, "{what}");
         let sent = server.stats().filler_bytes;
         eprintln!("{what}: the server wrote {} KiB in all", sent / 1024);
         assert!(
@@ -329,7 +330,7 @@ pub fn a_large_reply_under_a_small_limit<H: Harness>() {
     let server = server_with(&vec![Fault::HugeBody { bytes: 1_100_000 }; 12]);
     let e = call_fails::<H>("1.1 MB reply", hostile(&server).max_body(limit), ask("x"));
     assert_eq!(e.exceeded, Some(Exceeded::BodyTooLarge));
-    assert_eq!(e.reason, GiveUpReason::RetriesExhausted);
+    assert_eq!(e.reason, GiveUpReason::NotRetryable);
 }
 
 /// A stream whose event never ends (before or after the first event) is cut at the
@@ -343,7 +344,7 @@ pub fn a_stream_flood_is_cut_at_the_limit<H: Harness>() {
         panic!("{what}: the stream started");
     };
     assert_eq!(e.exceeded, Some(Exceeded::BodyTooLarge));
-    assert_eq!(e.reason, GiveUpReason::RetriesExhausted);
+    assert_eq!(e.reason, GiveUpReason::NotRetryable);
     let sent = server.stats().filler_bytes;
     assert!(sent < refused_bound(limit, e.attempts), "{sent} bytes");
 
