@@ -34,11 +34,13 @@
 //!
 //! // Any bytes make a scenario; the proptest and the fuzz target feed random ones.
 //! let scenario = Scenario::from_bytes(b"some bytes a fuzzer found");
-//! Harness::run(&scenario, Checks::default()).unwrap();
+//! Harness::run(&scenario, Checks::known_core_bugs()).unwrap();
 //! ```
 
+mod checks;
 pub mod fuzz;
 pub mod harness;
+mod invariant;
 pub mod ops;
 pub mod respond;
 mod verdicts;

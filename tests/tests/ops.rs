@@ -48,3 +48,62 @@ proptest! {
         prop_assert_eq!(run(&scenario), run(&scenario));
     }
 }
+
+/// The scenarios reach the states the invariants are about: without this, a change to
+/// the decoding could make every run trivially short and the proptest vacuous.
+#[test]
+fn random_scenarios_reach_every_ending_and_trip_breakers() {
+    use std::collections::BTreeSet;
+    use steadfast_core::ids::EndpointId;
+    use steadfast_core::retry::Finish;
+
+    let mut state: u64 = SEED;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 24) as u8
+    };
+    let (mut endings, mut trips, mut sends) = (BTreeSet::new(), 0, 0);
+    for _ in 0..400 {
+        let len = usize::from(next()) * 12;
+        let bytes: Vec<u8> = (0..len).map(|_| next()).collect();
+        let h = Harness::run(&Scenario::from_bytes(&bytes), Checks::known_core_bugs()).unwrap();
+        for f in h.finishes().into_iter().flatten() {
+            let name = match f {
+                Finish::Success { .. } => "Success".to_owned(),
+                Finish::GaveUp(g) => format!("{:?}", g.reason)
+                    .split([' ', '{'])
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+            };
+            endings.insert(name);
+        }
+        sends += h.attempts_sent();
+        for e in 0..h.engine().pool().endpoint_count() {
+            trips += h.engine().breaker(EndpointId(e)).unwrap().trips();
+        }
+    }
+    println!("endings {endings:?}, {sends} attempts, {trips} breaker trips");
+    let all = [
+        "Success",
+        "NotRetryable",
+        "UnsafeToRetry",
+        "RetriesExhausted",
+        "DeadlineExceeded",
+        "HintTooLong",
+        "BudgetExhausted",
+        "BreakerOpen",
+        "NoUsableKey",
+        "RateLimited",
+        "Cancelled",
+    ];
+    for name in all {
+        assert!(endings.contains(name), "no call ended {name}: {endings:?}");
+    }
+    assert!(
+        sends > 2_000 && trips > 100,
+        "{sends} attempts, {trips} trips"
+    );
+}
