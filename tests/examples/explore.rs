@@ -63,7 +63,14 @@ fn main() {
                 }
             }
             Err(v) => {
-                let key = format!("{:?}", v.invariant);
+                // Sub-kinds: the failure scope the broken check was about, when named.
+                let scope = v
+                    .detail
+                    .split("scope: ")
+                    .nth(1)
+                    .and_then(|r| r.split(',').next())
+                    .map_or(String::new(), |s| format!("/{s}"));
+                let key = format!("{:?}{scope}", v.invariant);
                 let shortest = shrink(&data, v.invariant, &skip);
                 let best = smallest
                     .entry(key.clone())

@@ -4,7 +4,7 @@
 use steadfast_core::classify::Verdict;
 use steadfast_core::ids::EndpointId;
 use steadfast_core::outcome::Outcome;
-use steadfast_core::retry::{Attempt, CallEvent, Finish};
+use steadfast_core::retry::{Admit, Attempt, CallEvent, Finish};
 use steadfast_core::time::Timestamp;
 
 use crate::harness::Harness;
@@ -118,7 +118,21 @@ impl Harness {
     }
 
     pub(crate) fn on_wait(&mut self, i: usize, t: Timestamp) -> Result<(), Violation> {
+        let admit = self.watch.admits.pop().map(|r| r.answer);
         self.watch.admits.clear();
+        let slot = &self.calls[i];
+        let expected = match (slot.in_flight, admit) {
+            (Some(a), _) => Some(a.deadline),
+            (None, Some(Admit::NotBefore(at, _))) => Some(at.max(slot.latest)),
+            (None, _) => None,
+        };
+        if expected != Some(t) {
+            let why = format!(
+                "call {i} waits until {t:?}; in flight {:?}, engine said {admit:?}",
+                slot.in_flight
+            );
+            self.fail(Invariant::WaitMismatch, why)?;
+        }
         let slot = &mut self.calls[i];
         slot.wake = Some(t);
         let now = slot.latest;

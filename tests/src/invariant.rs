@@ -16,6 +16,13 @@ pub enum Invariant {
     AttemptNumbering,
     /// A grant on an endpoint whose breaker `peek` denied just before.
     BreakerBypassed,
+    /// A grant on an endpoint whose limiter `check` did not admit just before.
+    LimiterBypassed,
+    /// A call that does not hold on open breakers told to wait for one.
+    BreakerHold,
+    /// A `Wait` for another instant than the engine's "not before" (or the attempt's
+    /// deadline while one is in flight).
+    WaitMismatch,
     /// More half-open probes in flight than configured.
     TooManyProbes,
     /// Probes granted and reported do not match the breaker's count.

@@ -9,8 +9,9 @@ use steadfast_core::breaker::Permit;
 use steadfast_core::classify::ClassifyConfig;
 use steadfast_core::engine::Engine;
 use steadfast_core::ids::{EndpointId, KeyId, Target};
+use steadfast_core::limiter;
 use steadfast_core::pool::KeyState;
-use steadfast_core::retry::{Admit, Gate, Query, Report};
+use steadfast_core::retry::{Admit, Gate, Query, Report, WaitCause};
 use steadfast_core::rng::CoreRng;
 use steadfast_core::time::Timestamp;
 
@@ -29,6 +30,8 @@ pub struct AdmitRecord {
     pub peeks: Vec<Permit>,
     /// Each key's state at `at` just before the decision, by endpoint.
     pub keys: Vec<Vec<KeyState>>,
+    /// Each endpoint's limiter `check(at, tokens)` just before the decision.
+    pub limits: Vec<limiter::Admit>,
 }
 
 /// What the wrapper tracks between decisions.
@@ -74,6 +77,16 @@ pub struct Watched<'a> {
 }
 
 impl Watched<'_> {
+    fn limits(&self, at: Timestamp, tokens: u64) -> Vec<limiter::Admit> {
+        (0..self.engine.pool().endpoint_count())
+            .map(|e| {
+                self.engine
+                    .limiter(EndpointId(e))
+                    .map_or(limiter::Admit::Go, |l| l.check(at, tokens))
+            })
+            .collect()
+    }
+
     fn snapshot(&self, at: Timestamp) -> (Vec<Permit>, Vec<Vec<KeyState>>) {
         let pool = self.engine.pool();
         let n = pool.endpoint_count();
@@ -105,6 +118,14 @@ impl Watched<'_> {
     }
 
     fn check_grant(&mut self, record: &AdmitRecord, now: Timestamp) {
+        if let Admit::NotBefore(until, WaitCause::Breaker) = record.answer
+            && !record.query.hold_on_breaker
+        {
+            self.broke(
+                Invariant::BreakerHold,
+                format!("a call that does not hold on breakers was told to wait until {until:?}"),
+            );
+        }
         let Admit::Go(grant) = record.answer else {
             return;
         };
@@ -123,6 +144,13 @@ impl Watched<'_> {
             self.broke(
                 Invariant::BreakerBypassed,
                 format!("{grant:?} at {at:?}: breaker denies until {until:?}"),
+            );
+        }
+        let limit = record.limits.get(e).copied();
+        if limit != Some(limiter::Admit::Go) {
+            self.broke(
+                Invariant::LimiterBypassed,
+                format!("{grant:?} at {:?}: the limiter said {limit:?}", record.at),
             );
         }
         if grant.probe != matches!(peek, Permit::Probe) {
@@ -186,6 +214,7 @@ impl Gate for Watched<'_> {
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
         let at = self.watch.observe(now);
         let (peeks, keys) = self.snapshot(at);
+        let limits = self.limits(at, query.tokens);
         let answer = self.engine.admit(now, query);
         let record = AdmitRecord {
             at,
@@ -193,6 +222,7 @@ impl Gate for Watched<'_> {
             answer,
             peeks,
             keys,
+            limits,
         };
         self.check_grant(&record, now);
         self.watch.admits.push(record);
