@@ -25,6 +25,8 @@ impl Harness {
         Ok(())
     }
 
+    /// An attempt of call `i` was reported to the gate with `verdict`: it must be the
+    /// classification of what the driver delivered (or of the timeout or cancel).
     pub(crate) fn settled(&mut self, i: usize, verdict: Verdict) -> Result<(), Violation> {
         let classifier = steadfast_core::retry::Gate::classifier(&self.engine).clone();
         let slot = &mut self.calls[i];
@@ -59,6 +61,8 @@ impl Harness {
         Ok(())
     }
 
+    /// Checks a `Send`: before the call's deadline, numbered, with the call's key, and
+    /// where the engine granted.
     pub(crate) fn on_send(&mut self, i: usize, a: Attempt) -> Result<(), Violation> {
         let slot = &self.calls[i];
         let now = slot.latest;
@@ -117,6 +121,8 @@ impl Harness {
         self.check_events(i)
     }
 
+    /// Checks a `Wait`: exactly the engine's instant (or the attempt's deadline),
+    /// ahead of the clock, within the deadline, and what `poll_timeout` says.
     pub(crate) fn on_wait(&mut self, i: usize, t: Timestamp) -> Result<(), Violation> {
         let admit = self.watch.admits.pop().map(|r| r.answer);
         self.watch.admits.clear();
@@ -170,6 +176,7 @@ impl Harness {
         self.check_events(i)
     }
 
+    /// Checks a `Done`: the first one against the call's history, later ones equal.
     pub(crate) fn on_done(&mut self, i: usize, finish: Finish) -> Result<(), Violation> {
         let admit: Option<AdmitRecord> = self.watch.admits.pop();
         self.watch.admits.clear();
@@ -195,6 +202,7 @@ impl Harness {
         self.check_events(i)
     }
 
+    /// Drains the call's events and checks them against its decisions.
     pub(crate) fn check_events(&mut self, i: usize) -> Result<(), Violation> {
         let slot = &mut self.calls[i];
         while let Some(event) = slot.call.poll_event() {
@@ -221,6 +229,8 @@ impl Harness {
         Ok(())
     }
 
+    /// After every step: each endpoint's breaker probe count and limiter in-flight
+    /// count equal what was granted and not yet reported.
     pub(crate) fn check_shared(&self) -> Result<(), Violation> {
         let policy = self.engine.policy();
         for e in 0..self.endpoints.len() {
