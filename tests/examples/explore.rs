@@ -102,7 +102,7 @@ fn main() {
     }
     if let Some(dir) = std::env::var_os("EXPLORE_SAVE") {
         for (k, bytes) in &smallest {
-            let path = std::path::Path::new(&dir).join(k);
+            let path = std::path::Path::new(&dir).join(k.replace('/', "-"));
             std::fs::write(&path, bytes).expect("writable");
             println!("saved {} ({} bytes)", path.display(), bytes.len());
         }

@@ -10,7 +10,7 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use steadfast_core::backoff::Jitter;
 use steadfast_core::breaker::Window;
-use steadfast_core::classify::ErrorKind;
+use steadfast_core::classify::{Class, ClassifyConfig, ErrorKind, Rule, Scope};
 use steadfast_core::engine::EndpointSpec;
 use steadfast_core::limiter::LimiterConfig;
 use steadfast_core::outcome::{BodyState, Phase, TransportKind};
@@ -74,6 +74,10 @@ pub struct Setup {
     pub budget: BudgetChoice,
     /// Client-side limits.
     pub limiter: LimiterChoice,
+    /// Backoff delays and jitter.
+    pub backoff: BackoffChoice,
+    /// One classification rule changed from its default.
+    pub classify: ClassifyChoice,
     /// The engine's RNG seed.
     pub seed: u64,
 }
@@ -119,6 +123,47 @@ pub enum BudgetChoice {
     Off,
     /// Almost none: no deposits, a floor of `min_per_sec` (0–2) retries a second.
     Tight(#[arbitrary(with = range::<0, 2>)] u32),
+}
+
+/// Backoff delays and jitter.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+pub enum BackoffChoice {
+    /// The preset's.
+    #[default]
+    Preset,
+    /// No delay at all: every retry goes at once.
+    Immediate,
+    /// From `base_ms` (1–2000) up to `cap_secs` (2–60) in one of the jitter modes.
+    Custom {
+        /// The first delay in milliseconds.
+        #[arbitrary(with = range::<1, 2000>)]
+        base_ms: u32,
+        /// The longest delay in seconds.
+        #[arbitrary(with = range::<2, 60>)]
+        cap_secs: u32,
+        /// 0 none, 1 full, 2 equal, 3 decorrelated, 4 proportional ±20 %.
+        jitter: u8,
+    },
+}
+
+/// One classification rule changed from its default.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+pub enum ClassifyChoice {
+    /// The defaults.
+    #[default]
+    Default,
+    /// `x-should-retry` is ignored.
+    IgnoreShouldRetry,
+    /// 404 is the endpoint's fault and retryable (a model rolling out).
+    RetryableNotFound,
+    /// 500 is the request's fault and final.
+    FinalServerError,
+    /// An exhausted quota is final (no other key is tried).
+    FinalQuota,
+    /// A TLS failure is final.
+    FinalTls,
+    /// 429 counts against the endpoint (breaker, backoff) instead of the key.
+    EndpointThrottle,
 }
 
 /// Client-side rate limits.
@@ -190,6 +235,8 @@ impl Setup {
             }
         }
         p.limiter = limiter(self.limiter);
+        backoff(&mut p, self.backoff);
+        classify(&mut p.classify, self.classify);
         let endpoints = match self.endpoints.as_slice() {
             [] => vec![EndpointSpec::new(0, 1)],
             list => list
@@ -198,6 +245,66 @@ impl Setup {
                 .collect(),
         };
         (p, endpoints, self.seed)
+    }
+}
+
+fn backoff(p: &mut Policy, choice: BackoffChoice) {
+    match choice {
+        BackoffChoice::Preset => {}
+        BackoffChoice::Immediate => {
+            p.backoff.base = Duration::ZERO;
+            p.backoff.jitter = Jitter::None;
+        }
+        BackoffChoice::Custom {
+            base_ms,
+            cap_secs,
+            jitter,
+        } => {
+            p.backoff.base = Duration::from_millis(u64::from(base_ms));
+            p.backoff.cap = Duration::from_secs(u64::from(cap_secs));
+            p.backoff.jitter = match jitter % 5 {
+                0 => Jitter::None,
+                1 => Jitter::Full,
+                2 => Jitter::Equal,
+                3 => Jitter::Decorrelated,
+                _ => Jitter::Proportional(0.2),
+            };
+        }
+    }
+}
+
+fn classify(rules: &mut ClassifyConfig, choice: ClassifyChoice) {
+    let status = |rules: &mut ClassifyConfig, code, rule| {
+        let _ = rules.set_status(code, rule);
+    };
+    match choice {
+        ClassifyChoice::Default => {}
+        ClassifyChoice::IgnoreShouldRetry => rules.honor_should_retry = false,
+        ClassifyChoice::RetryableNotFound => status(
+            rules,
+            404,
+            Rule::new(Class::NotFound, Scope::Endpoint, true),
+        ),
+        ClassifyChoice::FinalServerError => status(
+            rules,
+            500,
+            Rule::new(Class::ServerError, Scope::Request, false),
+        ),
+        ClassifyChoice::FinalQuota => rules.set_error_kind(
+            ErrorKind::InsufficientQuota,
+            Some(Rule::new(Class::QuotaExhausted, Scope::Key, false)),
+        ),
+        ClassifyChoice::FinalTls => {
+            rules.set_transport(
+                TransportKind::Tls,
+                Rule::new(Class::Connect, Scope::Endpoint, false),
+            );
+        }
+        ClassifyChoice::EndpointThrottle => status(
+            rules,
+            429,
+            Rule::new(Class::RateLimited, Scope::Endpoint, true),
+        ),
     }
 }
 
