@@ -239,3 +239,25 @@ fn the_engine_ops_reproducers_pass_every_check() {
     }
     assert!(broken.is_empty(), "{broken:#?}");
 }
+
+/// A call's own `RetryConfig` is not validated (`Engine::start_call_with`,
+/// `Call::new`), and a NaN `hint_jitter` reaches `Duration::mul_f64`, which panics, on
+/// the first hinted retry. The budget, breaker and limiter promise that no config makes
+/// them panic; the retry sequence does not. Found while auditing the harness's
+/// per-call rules (`CallRules` always builds valid ones).
+#[test]
+#[ignore = "core fix pending: RetryConfig::hint_jitter panics on a NaN fraction"]
+fn an_unvalidated_nan_hint_jitter_does_not_panic() {
+    let mut engine = engine(Policy::default());
+    let mut rules = Policy::default().retry;
+    rules.hint_jitter = f64::NAN;
+    assert!(rules.validate().is_err());
+    let mut call = engine.start_call_with(at(0), &rules, None);
+    let a = send(call.poll_decision(at(0), &mut engine));
+    call.on_outcome(at(10), a.id, with_headers(429, &[("retry-after", "2")]))
+        .unwrap();
+    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        call.poll_decision(at(10), &mut engine)
+    }));
+    assert!(decided.is_ok(), "poll_decision panicked");
+}
