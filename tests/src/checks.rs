@@ -4,7 +4,7 @@
 use steadfast_core::classify::Verdict;
 use steadfast_core::ids::EndpointId;
 use steadfast_core::outcome::Outcome;
-use steadfast_core::retry::{Admit, Attempt, CallEvent, Finish};
+use steadfast_core::retry::{Admit, Attempt, CallEvent, Finish, WaitCause};
 use steadfast_core::time::Timestamp;
 
 use crate::harness::Harness;
@@ -127,12 +127,22 @@ impl Harness {
         let admit = self.watch.admits.pop().map(|r| r.answer);
         self.watch.admits.clear();
         let slot = &self.calls[i];
-        let expected = match (slot.in_flight, admit) {
-            (Some(a), _) => Some(a.deadline),
-            (None, Some(Admit::NotBefore(at, _))) => Some(at.max(slot.latest)),
-            (None, _) => None,
+        // The instants the wait may end at: the attempt's deadline; the engine's instant
+        // (a key cooled by another call's hint, plus this call's positive spread); or,
+        // when the engine was not asked, the wait already handed out.
+        let (low, high) = match (slot.in_flight, admit) {
+            (Some(a), _) => (Some(a.deadline), Some(a.deadline)),
+            (None, Some(Admit::NotBefore(at, WaitCause::Hint(hint)))) => {
+                let low = at.max(slot.latest);
+                let spread = slot.rules.hint_spread_max(hint);
+                (Some(low), Some((low + spread).min(slot.call.deadline())))
+            }
+            (None, Some(Admit::NotBefore(at, _))) => {
+                (Some(at.max(slot.latest)), Some(at.max(slot.latest)))
+            }
+            (None, _) => (slot.wake, slot.wake),
         };
-        if expected != Some(t) {
+        if !(low.is_some_and(|l| l <= t) && high.is_some_and(|h| t <= h)) {
             let why = format!(
                 "call {i} waits until {t:?}; in flight {:?}, engine said {admit:?}",
                 slot.in_flight

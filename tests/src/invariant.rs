@@ -92,17 +92,4 @@ pub struct Checks {
     pub skip: Vec<Invariant>,
 }
 
-impl Checks {
-    /// Every invariant except those the core is known to break today, each of which
-    /// has an ignored regression test in `tests/tests/core_bugs.rs`. The proptest and
-    /// the fuzz targets use this; remove an entry once its core fix lands.
-    pub fn known_core_bugs() -> Checks {
-        Checks {
-            skip: vec![
-                Invariant::AvoidIgnored,
-                Invariant::PollTimeoutInPast,
-                Invariant::PollTimeoutMismatch,
-            ],
-        }
-    }
-}
+impl Checks {}

@@ -34,7 +34,7 @@
 //!
 //! // Any bytes make a scenario; the proptest and the fuzz target feed random ones.
 //! let scenario = Scenario::from_bytes(b"some bytes a fuzzer found");
-//! Harness::run(&scenario, Checks::known_core_bugs()).unwrap();
+//! Harness::run(&scenario, Checks::default()).unwrap();
 //! ```
 
 mod checks;

@@ -1,6 +1,5 @@
 //! Regression tests for bugs the fuzz targets and the operation proptest found in the
-//! core. Each fails today and is ignored until the core fix lands; then remove the
-//! `#[ignore]` and the matching entry of `Checks::known_core_bugs`.
+//! core, each fixed: they keep the fixes in place.
 //!
 //! The reproducers are also committed under `fuzz/regressions/<target>/`.
 
@@ -63,7 +62,7 @@ fn with_headers(status: u16, headers: &[(&str, &str)]) -> Outcome {
 /// the same key at once, without the backoff the call scheduled (`SingleEndpoint`
 /// waits it out). Found by `engine_ops` / the ops proptest (`AvoidIgnored`).
 #[test]
-#[ignore = "core fix pending: Engine::admit ignores a non-endpoint Avoid (no backoff after a retryable 4xx)"]
+
 fn a_retryable_request_failure_backs_off_before_the_same_key() {
     let mut engine = engine(exact());
     let mut call = engine.start_call(at(0), None);
@@ -84,7 +83,7 @@ fn a_retryable_request_failure_backs_off_before_the_same_key() {
 /// positive hint jitter (and a backoff longer than the hint) the call planned is
 /// skipped: many clients told the same instant all come back at exactly that instant.
 #[test]
-#[ignore = "core fix pending: Engine::admit ignores a non-endpoint Avoid (no hint jitter after a 429)"]
+
 fn a_throttled_key_is_not_reused_before_the_calls_jittered_retry_instant() {
     let mut p = Policy::default();
     p.retry.hint_jitter = 0.5;
@@ -114,7 +113,7 @@ fn a_throttled_key_is_not_reused_before_the_calls_jittered_retry_instant() {
 /// the instant of the `Wait` it just returned. While a first attempt waits on the rate
 /// limiter it says "now", so a driver that sleeps until `poll_timeout` spins.
 #[test]
-#[ignore = "core fix pending: Call::poll_timeout is not the instant of the last Wait"]
+
 fn poll_timeout_is_the_instant_of_the_wait() {
     let mut p = exact();
     p.limiter = LimiterConfig::default();
@@ -139,7 +138,7 @@ fn poll_timeout_is_the_instant_of_the_wait() {
 /// `poll_timeout` at the backoff's end: once the driver polls later than that, it is
 /// in the past.
 #[test]
-#[ignore = "core fix pending: Call::poll_timeout can lie in the past while the call waits"]
+
 fn poll_timeout_is_never_in_the_past_while_waiting() {
     let mut p = exact();
     p.limiter.requests = Some(1);
@@ -173,7 +172,7 @@ fn poll_timeout_is_never_in_the_past_while_waiting() {
 /// by `ratelimit_headers` (a libFuzzer timeout); reproducer in
 /// `fuzz/regressions/retry_after/`.
 #[test]
-#[ignore = "core fix pending: parse_http_date_at loops forever for a huge wall clock (year_of)"]
+
 fn an_rfc850_date_against_a_huge_wall_clock_returns() {
     let file = regression("retry_after", "hang-rfc850-huge-wall-clock");
     let (now, value) = file.split_at(8);
@@ -193,7 +192,7 @@ fn an_rfc850_date_against_a_huge_wall_clock_returns() {
 /// The same through the public header parser, which an adapter calls with its wall
 /// clock.
 #[test]
-#[ignore = "core fix pending: Hints::from_headers loops forever for a huge wall clock (year_of)"]
+
 fn a_date_header_against_a_huge_wall_clock_returns() {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -218,7 +217,7 @@ fn regression(target: &str, name: &str) -> Vec<u8> {
 /// file per invariant under `fuzz/regressions/engine_ops/`), run with every invariant
 /// checked.
 #[test]
-#[ignore = "core fix pending: the three engine invariants above"]
+
 fn the_engine_ops_reproducers_pass_every_check() {
     let dir = format!(
         "{}/../fuzz/regressions/engine_ops",
@@ -246,7 +245,7 @@ fn the_engine_ops_reproducers_pass_every_check() {
 /// them panic; the retry sequence does not. Found while auditing the harness's
 /// per-call rules (`CallRules` always builds valid ones).
 #[test]
-#[ignore = "core fix pending: RetryConfig::hint_jitter panics on a NaN fraction"]
+
 fn an_unvalidated_nan_hint_jitter_does_not_panic() {
     let mut engine = engine(Policy::default());
     let mut rules = Policy::default().retry;

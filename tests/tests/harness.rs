@@ -42,7 +42,7 @@ fn http(status: u16, headers: Vec<Header>, body: Body) -> Op {
 fn harness(endpoints: &[EndpointSpec]) -> Harness {
     Harness::new(exact(), endpoints, 1)
         .unwrap()
-        .with_checks(Checks::known_core_bugs())
+        .with_checks(Checks::default())
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn cancelling_in_flight_releases_the_limiter_slot() {
     p.limiter.max_in_flight = Some(1);
     let mut h = Harness::new(p, &[EndpointSpec::new(0, 1)], 3)
         .unwrap()
-        .with_checks(Checks::known_core_bugs());
+        .with_checks(Checks::default());
     // The second call re-checks the busy limiter every 5 ms; it is woken by Sleep.
     h.apply_all(&[call(), call(), Op::Cancel { call: 0 }, Op::Sleep])
         .unwrap();

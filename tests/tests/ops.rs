@@ -31,7 +31,7 @@ proptest! {
     #[test]
     fn every_invariant_holds_after_every_step(bytes in proptest::collection::vec(any::<u8>(), 0..3000)) {
         let scenario = Scenario::from_bytes(&bytes);
-        if let Err(v) = Harness::run(&scenario, Checks::known_core_bugs()) {
+        if let Err(v) = Harness::run(&scenario, Checks::default()) {
             prop_assert!(false, "{v}\nsetup: {:?}\nops: {:#?}", scenario.setup, &scenario.ops[..v.step.min(scenario.ops.len())]);
         }
     }
@@ -41,7 +41,7 @@ proptest! {
         let scenario = Scenario::from_bytes(&bytes);
         let run = |s: &Scenario| {
             let (policy, endpoints, seed) = s.setup.build();
-            let mut h = Harness::new(policy, &endpoints, seed).unwrap().with_checks(Checks::known_core_bugs()).with_trace();
+            let mut h = Harness::new(policy, &endpoints, seed).unwrap().with_checks(Checks::default()).with_trace();
             let result = h.apply_all(&s.ops);
             (result, h.trace().map(<[String]>::to_vec))
         };
@@ -68,7 +68,7 @@ fn random_scenarios_reach_every_ending_and_trip_breakers() {
     for _ in 0..400 {
         let len = usize::from(next()) * 12;
         let bytes: Vec<u8> = (0..len).map(|_| next()).collect();
-        let h = Harness::run(&Scenario::from_bytes(&bytes), Checks::known_core_bugs()).unwrap();
+        let h = Harness::run(&Scenario::from_bytes(&bytes), Checks::default()).unwrap();
         for f in h.finishes().into_iter().flatten() {
             let name = match f {
                 Finish::Success { .. } => "Success".to_owned(),

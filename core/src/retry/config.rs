@@ -94,12 +94,21 @@ impl RetryConfig {
         within("retry.hint_jitter", self.hint_jitter, 0.0, 1.0)
     }
 
+    /// The most a hinted wait grows: `min(hint × hint_jitter, hint_jitter_max)`, with a
+    /// `hint_jitter` outside `[0, 1]` (even NaN, in a config never validated) clamped.
+    pub fn hint_spread_max(&self, hint: Duration) -> Duration {
+        let ratio = if self.hint_jitter > 0.0 {
+            self.hint_jitter.min(1.0)
+        } else {
+            0.0
+        };
+        hint.mul_f64(ratio).min(self.hint_jitter_max)
+    }
+
     /// The positive jitter added to a hinted wait: uniform in
-    /// `[0, min(hint × hint_jitter, hint_jitter_max)]`, one draw.
+    /// `[0, hint_spread_max(hint)]`, one draw.
     pub fn hint_jitter<R: Rng + ?Sized>(&self, hint: Duration, rng: &mut R) -> Duration {
-        let span = hint
-            .mul_f64(self.hint_jitter.clamp(0.0, 1.0))
-            .min(self.hint_jitter_max);
-        span.mul_f64(crate::rng::unit_f64(rng))
+        self.hint_spread_max(hint)
+            .mul_f64(crate::rng::unit_f64(rng))
     }
 }

@@ -59,7 +59,7 @@ pub fn config(data: &[u8]) {
     let endpoints = [EndpointSpec::new(0, 2), EndpointSpec::new(1, 1)];
     let mut h = Harness::new(policy, &endpoints, 7)
         .unwrap_or_else(|e| panic!("a valid policy builds no engine: {e}"))
-        .with_checks(Checks::known_core_bugs());
+        .with_checks(Checks::default());
     if let Err(v) = h.apply_all(&script()) {
         panic!("{v}\npolicy:\n{written}");
     }

@@ -21,7 +21,7 @@ use crate::ops::Scenario;
 /// invariant panics with the violation and the operations up to it.
 pub fn engine_ops(data: &[u8]) {
     let scenario = Scenario::from_bytes(data);
-    if let Err(v) = Harness::run(&scenario, Checks::known_core_bugs()) {
+    if let Err(v) = Harness::run(&scenario, Checks::default()) {
         let upto = v.step.min(scenario.ops.len());
         panic!(
             "{v}\nsetup: {:?}\nops: {:#?}",
