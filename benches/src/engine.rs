@@ -6,15 +6,17 @@
 //! fallback endpoint a 503 fails over at once instead of waiting). Every call starts fresh from the shared engine
 //! (drawing its idempotency key from the engine's RNG), as an adapter does.
 //!
-//! - *round*: per iteration two calls: `poll_decision` → Send, `on_outcome` with a
-//!   503 → `poll_decision` → Wait; then `poll_decision` → Send, `on_outcome` with a 200
-//!   → `poll_decision` → Done. The report divides by two: one round is one new call,
-//!   one attempt granted, one outcome settled, one next decision. Calls are 2 s
-//!   apart, so the breaker's 30 s window never holds the 20 calls its failure-rate
-//!   model needs, and every 503 is followed by a success: the breaker stays closed
-//!   and the state stays bounded.
+//! - *round*: per iteration three calls, 10 ms apart (steady traffic of 100 calls a
+//!   second): `poll_decision` → Send, `on_outcome` with a 503 → `poll_decision` →
+//!   Wait; then twice `poll_decision` → Send, `on_outcome` with a 200 →
+//!   `poll_decision` → Done. The report divides by three: one round is one new call,
+//!   one attempt granted, one outcome settled, one next decision. A third of the
+//!   calls fail, never two in a row: the breaker (trips at 5 in a row or at half of
+//!   the window) stays closed and the state stays bounded.
 //! - *retried call*: per iteration one call that fails with a 503, waits its backoff,
-//!   is retried (the budget pays) and succeeds: Send, Wait, Send, Done.
+//!   is retried (the budget pays) and succeeds: Send, Wait, Send, Done. Calls are 5 s
+//!   apart, so the breaker's 30 s window never holds the 20 calls its failure-rate
+//!   model needs (half of these outcomes are failures).
 
 use std::time::Duration;
 
@@ -26,7 +28,7 @@ use steadfast_core::time::Timestamp;
 
 use crate::{Case, Group, STEADFAST, Target, Visitor, Workload};
 
-/// A 503 round and a 200 round.
+/// A 503 round and two 200 rounds.
 pub const ROUND: Group = Group {
     id: "engine_round",
     label: "whole decision: new Call → Send → outcome → next decision (per round)",
@@ -43,7 +45,14 @@ pub const RETRIED_CALL: Group = Group {
 };
 
 /// Rounds per iteration of [`ROUND`].
-pub const ROUNDS_PER_ITERATION: u32 = 2;
+pub const ROUNDS_PER_ITERATION: u32 = 3;
+
+/// Between two calls of [`ROUND`].
+const ROUND_SPACING: Duration = Duration::from_millis(10);
+
+/// The attempt latency of [`ROUND`] (shorter than the spacing, so calls do not
+/// overlap).
+const ROUND_LATENCY: Duration = Duration::from_millis(4);
 
 const LATENCY: Duration = Duration::from_millis(400);
 
@@ -75,14 +84,14 @@ impl<const RETRY: bool> Rounds<RETRY> {
         }
     }
 
-    /// Sends the call's next attempt and reports `status` for it; returns the decision
-    /// that follows, or `None` if the call did not send.
+    /// Sends the call's next attempt and reports `status` for it after `latency`;
+    /// returns the decision that follows, or `None` if the call did not send.
     #[inline]
-    fn attempt(&mut self, call: &mut Call, status: u16) -> Option<Decision> {
+    fn attempt(&mut self, call: &mut Call, status: u16, latency: Duration) -> Option<Decision> {
         let Decision::Send(attempt) = call.poll_decision(self.now, &mut self.engine) else {
             return None;
         };
-        self.now = self.now + LATENCY;
+        self.now = self.now + latency;
         let outcome = Outcome::Response(Response::new(status));
         call.on_outcome(self.now, attempt.id, outcome).ok()?;
         Some(call.poll_decision(self.now, &mut self.engine))
@@ -93,30 +102,33 @@ impl<const RETRY: bool> Rounds<RETRY> {
     fn retried(&mut self) -> u64 {
         self.now = self.now + Duration::from_secs(5);
         let mut call = self.engine.start_call(self.now, None);
-        let Some(Decision::Wait(until)) = self.attempt(&mut call, 503) else {
+        let Some(Decision::Wait(until)) = self.attempt(&mut call, 503, LATENCY) else {
             return UNEXPECTED;
         };
         self.now = until;
-        match self.attempt(&mut call, 200) {
+        match self.attempt(&mut call, 200, LATENCY) {
             Some(Decision::Done(f)) if f.is_success() => u64::from(f.attempts()),
             _ => UNEXPECTED,
         }
     }
 
-    /// Two calls: a 503 round and a 200 round.
+    /// Three calls: a 503 round and two 200 rounds.
     #[inline]
     fn rounds(&mut self) -> u64 {
-        self.now = self.now + Duration::from_secs(2);
+        self.now = self.now + ROUND_SPACING;
         let mut failing = self.engine.start_call(self.now, None);
-        let Some(Decision::Wait(until)) = self.attempt(&mut failing, 503) else {
+        let Some(Decision::Wait(until)) = self.attempt(&mut failing, 503, ROUND_LATENCY) else {
             return UNEXPECTED;
         };
-        self.now = self.now + Duration::from_secs(2);
-        let mut succeeding = self.engine.start_call(self.now, None);
-        match self.attempt(&mut succeeding, 200) {
-            Some(Decision::Done(f)) if f.is_success() => until.as_nanos(),
-            _ => UNEXPECTED,
+        for _ in 0..2 {
+            self.now = self.now + ROUND_SPACING;
+            let mut succeeding = self.engine.start_call(self.now, None);
+            match self.attempt(&mut succeeding, 200, ROUND_LATENCY) {
+                Some(Decision::Done(f)) if f.is_success() => {}
+                _ => return UNEXPECTED,
+            }
         }
+        until.as_nanos()
     }
 }
 
