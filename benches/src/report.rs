@@ -162,8 +162,30 @@ impl Row {
     }
 }
 
-/// Builds the rows from the criterion results in `dir` and the allocation counts.
-pub fn rows(dir: &Path, allocs: &[AllocRow]) -> Result<Vec<Row>, ReportError> {
+/// The median over several runs (criterion output directories) of one benchmark's
+/// median, in nanoseconds per iteration; `None` if no run has it.
+pub fn median_of_runs(dirs: &[PathBuf], case: Case) -> Result<Option<f64>, ReportError> {
+    let mut medians = Vec::new();
+    for dir in dirs {
+        if let Some(m) = median_ns(dir, case)? {
+            medians.push(m);
+        }
+    }
+    medians.sort_by(f64::total_cmp);
+    let n = medians.len();
+    Ok(match n {
+        0 => None,
+        _ if n % 2 == 1 => medians.get(n / 2).copied(),
+        _ => match (medians.get(n / 2 - 1), medians.get(n / 2)) {
+            (Some(a), Some(b)) => Some((a + b) / 2.0),
+            _ => None,
+        },
+    })
+}
+
+/// Builds the rows from the criterion results in `dirs` (one directory per run; the
+/// median of the runs' medians is used) and the allocation counts.
+pub fn rows(dirs: &[PathBuf], allocs: &[AllocRow]) -> Result<Vec<Row>, ReportError> {
     let cases = cases();
     let mut rows = Vec::new();
     for group in GROUPS {
@@ -176,7 +198,7 @@ pub fn rows(dir: &Path, allocs: &[AllocRow]) -> Result<Vec<Row>, ReportError> {
         for case in cases.iter().filter(|c| c.group == group.id) {
             let measured = Measured {
                 case: *case,
-                median_ns: median_ns(dir, *case)?.map(|m| m / per),
+                median_ns: median_of_runs(dirs, *case)?.map(|m| m / per),
                 allocs: allocs
                     .iter()
                     .find(|a| a.case == *case)

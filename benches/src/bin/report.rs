@@ -2,8 +2,13 @@
 //! allocation counts per operation (measured here, outside criterion) and the size of
 //! every state object.
 //!
-//! `cargo run -p steadfast-bench --release --bin report`
+//! `cargo run -p steadfast-bench --release --bin report [DIR...]`
+//!
+//! With no argument it reads criterion's default output directory. With several
+//! directories (say, three runs with `CRITERION_HOME=target/criterion-N`), each
+//! figure is the median of the runs' medians, which tames a noisy machine.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use steadfast_bench::alloc_count::{self, AllocVisitor, Counting};
@@ -50,8 +55,11 @@ fn main() -> ExitCode {
     let mut allocs = AllocVisitor::new(1_000, 20_000);
     steadfast_bench::visit_all(&mut allocs);
 
-    let dir = report::criterion_dir();
-    let rows = match report::rows(&dir, &allocs.rows) {
+    let mut dirs: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    if dirs.is_empty() {
+        dirs.push(report::criterion_dir());
+    }
+    let rows = match report::rows(&dirs, &allocs.rows) {
         Ok(rows) => rows,
         Err(e) => {
             eprintln!("reading criterion's results: {e}");
@@ -64,11 +72,14 @@ fn main() -> ExitCode {
     {
         eprintln!(
             "no results under {}: run `cargo bench -p steadfast-bench` first",
-            dir.display()
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 
-    println!("Machine: {}\n", machine());
+    println!("Machine: {}; runs: {}\n", machine(), dirs.len());
     println!("{}", report::markdown_table(&rows));
     println!("All implementations:\n");
     println!("{}", report::detail_table(&rows));
