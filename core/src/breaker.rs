@@ -451,6 +451,7 @@ impl Breaker {
     /// Asks to send one call at `now`. When open and `now >= until`, moves to
     /// half-open first. When half-open, a granted [`Permit::Probe`] takes a probe slot
     /// that the call's [`Breaker::on_result`] (with `was_probe = true`) frees.
+    #[inline]
     pub fn permit(&mut self, now: Timestamp) -> Permit {
         if !self.config.enabled {
             return Permit::Allow;
@@ -638,14 +639,14 @@ impl Breaker {
         };
         let (f, s) = (u64::from(failure), u64::from(slow));
         if let Some(b) = self.buckets.get_mut(self.cur) {
-            b.calls = b.calls.saturating_add(1);
-            b.failures = b.failures.saturating_add(f);
-            b.slow = b.slow.saturating_add(s);
+            b.calls = b.calls.wrapping_add(1);
+            b.failures = b.failures.wrapping_add(f);
+            b.slow = b.slow.wrapping_add(s);
         }
         let t = &mut self.totals;
-        t.calls = t.calls.saturating_add(1);
-        t.failures = t.failures.saturating_add(f);
-        t.slow = t.slow.saturating_add(s);
+        t.calls = t.calls.wrapping_add(1);
+        t.failures = t.failures.wrapping_add(f);
+        t.slow = t.slow.wrapping_add(s);
         if failure {
             self.consecutive = self.consecutive.saturating_add(1);
             if self.consecutive >= self.consecutive_limit {
