@@ -109,11 +109,13 @@ pub fn cases() -> Vec<Case> {
 
 /// One implementation's figures, per operation (the group's iteration divided by
 /// [`Group::per_iteration`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     /// Which.
     pub case: Case,
-    /// Median nanoseconds per operation, if measured.
+    /// Each run's median, in nanoseconds per operation (`None` where a run lacks it).
+    pub runs: Vec<Option<f64>>,
+    /// The median of [`Measured::runs`], if any run measured it.
     pub median_ns: Option<f64>,
     /// Allocations per operation, if counted.
     pub allocs: Option<f64>,
@@ -132,7 +134,7 @@ pub struct Row {
 
 impl Row {
     /// The peer with the lowest median.
-    pub fn best_peer(&self) -> Option<Measured> {
+    pub fn best_peer(&self) -> Option<&Measured> {
         self.peers
             .iter()
             .filter(|m| m.median_ns.is_some())
@@ -141,19 +143,29 @@ impl Row {
                     .partial_cmp(&b.median_ns)
                     .unwrap_or(std::cmp::Ordering::Equal)
             })
-            .copied()
     }
 
-    /// Steadfast's median over the best peer's.
+    /// Steadfast's time over the best peer's: the median over the runs of each run's
+    /// ratio (both measured in the same run, so a run on a busier machine moves
+    /// both).
     pub fn ratio(&self) -> Option<f64> {
-        let s = self.steadfast?.median_ns?;
-        let p = self.best_peer()?.median_ns?;
-        (p > 0.0).then(|| s / p)
+        let s = self.steadfast.as_ref()?;
+        let p = self.best_peer()?;
+        let ratios = s
+            .runs
+            .iter()
+            .zip(&p.runs)
+            .filter_map(|(s, p)| match (s, p) {
+                (Some(s), Some(p)) if *p > 0.0 => Some(s / p),
+                _ => None,
+            })
+            .collect();
+        median(ratios)
     }
 
     /// Whether steadfast meets the group's target (`None` without a target or data).
     pub fn meets_target(&self) -> Option<bool> {
-        let s = self.steadfast?.median_ns?;
+        let s = self.steadfast.as_ref()?.median_ns?;
         match self.group.target {
             Target::None => None,
             Target::Absolute { ns } => Some(s <= ns),
@@ -162,25 +174,18 @@ impl Row {
     }
 }
 
-/// The median over several runs (criterion output directories) of one benchmark's
-/// median, in nanoseconds per iteration; `None` if no run has it.
-pub fn median_of_runs(dirs: &[PathBuf], case: Case) -> Result<Option<f64>, ReportError> {
-    let mut medians = Vec::new();
-    for dir in dirs {
-        if let Some(m) = median_ns(dir, case)? {
-            medians.push(m);
-        }
-    }
-    medians.sort_by(f64::total_cmp);
-    let n = medians.len();
-    Ok(match n {
+/// The median of some values; `None` for none.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
         0 => None,
-        _ if n % 2 == 1 => medians.get(n / 2).copied(),
-        _ => match (medians.get(n / 2 - 1), medians.get(n / 2)) {
+        _ if n % 2 == 1 => values.get(n / 2).copied(),
+        _ => match (values.get(n / 2 - 1), values.get(n / 2)) {
             (Some(a), Some(b)) => Some((a + b) / 2.0),
             _ => None,
         },
-    })
+    }
 }
 
 /// Builds the rows from the criterion results in `dirs` (one directory per run; the
@@ -196,9 +201,14 @@ pub fn rows(dirs: &[PathBuf], allocs: &[AllocRow]) -> Result<Vec<Row>, ReportErr
             peers: Vec::new(),
         };
         for case in cases.iter().filter(|c| c.group == group.id) {
+            let mut runs = Vec::with_capacity(dirs.len());
+            for dir in dirs {
+                runs.push(median_ns(dir, *case)?.map(|m| m / per));
+            }
             let measured = Measured {
                 case: *case,
-                median_ns: median_of_runs(dirs, *case)?.map(|m| m / per),
+                median_ns: median(runs.iter().flatten().copied().collect()),
+                runs,
                 allocs: allocs
                     .iter()
                     .find(|a| a.case == *case)
@@ -255,7 +265,7 @@ pub fn markdown_table(rows: &[Row]) -> String {
          |---|---:|---|---:|---|---|\n",
     );
     for row in rows {
-        let s = row.steadfast;
+        let s = row.steadfast.as_ref();
         let best = row.best_peer();
         let peer = best.map_or_else(
             || "— (no peer)".to_owned(),
@@ -285,15 +295,19 @@ pub fn markdown_table(rows: &[Row]) -> String {
 /// Every implementation's median and allocations, group by group.
 pub fn detail_table(rows: &[Row]) -> String {
     let mut out = String::new();
-    out.push_str("| group | implementation | median ns/op | allocs/op |\n|---|---|---:|---:|\n");
+    out.push_str(
+        "| group | implementation | median ns/op | each run | allocs/op |\n|---|---|---:|---|---:|\n",
+    );
     for row in rows {
         for m in row.steadfast.iter().chain(&row.peers) {
+            let runs: Vec<String> = m.runs.iter().map(|r| ns(*r)).collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 row.group.id,
                 m.case.name,
                 ns(m.median_ns),
+                runs.join(" / "),
                 allocs(m.allocs),
             );
         }

@@ -68,7 +68,7 @@ fn main() -> ExitCode {
     };
     if rows
         .iter()
-        .all(|r| r.steadfast.and_then(|m| m.median_ns).is_none())
+        .all(|r| r.steadfast.as_ref().and_then(|m| m.median_ns).is_none())
     {
         eprintln!(
             "no results under {}: run `cargo bench -p steadfast-bench` first",
