@@ -661,8 +661,11 @@ impl Breaker {
         if !(failure || slow || evicted || t.calls == min_calls) || t.calls < min_calls {
             return false;
         }
-        let calls = t.calls as f64;
-        t.failures as f64 >= self.rate_limit * calls || t.slow as f64 >= self.slow_limit * calls
+        // Counts stay far below 2^63, where converting through i64 is exact and one
+        // instruction (an unsigned u64 conversion is a branchy sequence on x86-64).
+        let calls = t.calls as i64 as f64;
+        t.failures as i64 as f64 >= self.rate_limit * calls
+            || t.slow as i64 as f64 >= self.slow_limit * calls
     }
 
     /// Makes the next bucket of the ring the newest, evicting what it held.
