@@ -257,12 +257,12 @@ fn target(row: &Row) -> String {
     }
 }
 
-/// The README table: operation | steadfast median | best peer | ratio | allocs | target.
+/// The README table: operation | steadfast median | best peer | ratio | allocs.
 pub fn markdown_table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(
-        "| operation | steadfast median (ns) | best peer (median ns) | ratio | allocs/op (steadfast; peer) | target |\n\
-         |---|---:|---|---:|---|---|\n",
+        "| operation | steadfast median (ns) | best peer (median ns) | ratio | allocs/op (steadfast; peer) |\n\
+         |---|---:|---|---:|---|\n",
     );
     for row in rows {
         let s = row.steadfast.as_ref();
@@ -280,13 +280,34 @@ pub fn markdown_table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             row.group.label,
             ns(s.and_then(|m| m.median_ns)),
             peer,
             ratio,
             alloc,
-            target(row),
+        );
+    }
+    out
+}
+
+/// The groups that have a target, and whether steadfast meets it.
+pub fn targets_table(rows: &[Row]) -> String {
+    let mut out = String::from("| operation | target | steadfast |\n|---|---|---|\n");
+    for row in rows.iter().filter(|r| r.group.target != Target::None) {
+        let measured = match (
+            row.steadfast.as_ref().and_then(|m| m.median_ns),
+            row.ratio(),
+        ) {
+            (Some(s), Some(r)) => format!("{} ns, {r:.2}×", ns(Some(s))),
+            (Some(s), None) => format!("{} ns", ns(Some(s))),
+            _ => "—".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {measured} |",
+            row.group.label,
+            target(row)
         );
     }
     out

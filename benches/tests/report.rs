@@ -88,7 +88,12 @@ fn rows_take_per_run_ratios_and_judge_targets() {
         table.contains("| 4.50 | recloser (10.0) | 0.45× |"),
         "{table}"
     );
-    assert!(table.contains("≤ 60 ns ✅"), "{table}");
+    let targets = report::targets_table(&rows);
+    assert!(targets.contains("≤ 60 ns ✅"), "{targets}");
+    assert!(
+        targets.contains("≤ 0.5× and ≤ 5 ns ✅ | 4.50 ns, 0.45×"),
+        "{targets}"
+    );
     for dir in &runs {
         let _ = fs::remove_dir_all(dir);
     }

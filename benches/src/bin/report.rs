@@ -81,6 +81,8 @@ fn main() -> ExitCode {
 
     println!("Machine: {}; runs: {}\n", machine(), dirs.len());
     println!("{}", report::markdown_table(&rows));
+    println!("Targets:\n");
+    println!("{}", report::targets_table(&rows));
     println!("All implementations:\n");
     println!("{}", report::detail_table(&rows));
     let mut sizes = Sizes(String::from(
