@@ -15,6 +15,15 @@
 //! read). The peers read their clock inside, as their APIs require. The
 //! [`baseline`] group measures what reading the clock costs, so a reader can add it
 //! back: an adapter reads the clock once per decision.
+//!
+//! Criterion times the benchmark thread's CPU time by default (see
+//! `benches/decisions.rs`), so other processes on a shared machine do not inflate the
+//! figures. For repeatable instruction counts, `examples/profile.rs` runs one
+//! workload under callgrind.
+//!
+//! ```text
+//! cargo bench -p steadfast-bench && cargo run -p steadfast-bench --release --bin report
+//! ```
 
 pub mod alloc_count;
 pub mod backoff;
