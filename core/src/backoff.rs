@@ -119,6 +119,11 @@ pub struct Backoff {
     spread: f64,
     /// The previous decorrelated delay, in nanoseconds.
     prev_ns: f64,
+    /// The clamped exponent of the last nominal delay computed, and that delay: every
+    /// retry past the cap has the same exponent, so a run of them computes it once
+    /// (the squaring chain is the slowest part of a delay).
+    memo_exp: u32,
+    memo_ns: f64,
 }
 
 impl Backoff {
@@ -150,6 +155,8 @@ impl Backoff {
             max_exp,
             spread,
             prev_ns: base_ns,
+            memo_exp: 0,
+            memo_ns: grow(base_ns, config.factor, cap_f, 0),
         }
     }
 
@@ -176,12 +183,12 @@ impl Backoff {
     /// Draws exactly one `next_u64` from `rng` unless the mode is [`Jitter::None`].
     pub fn next_delay<R: Rng + ?Sized>(&mut self, retry: u32, rng: &mut R) -> Duration {
         let ns = match self.config.jitter {
-            Jitter::None => self.nominal_ns(retry),
-            Jitter::Full => self.nominal_ns(retry) * unit_f64(rng),
-            Jitter::Equal => self.nominal_ns(retry) * (0.5 + 0.5 * unit_f64(rng)),
+            Jitter::None => self.nominal_memo(retry),
+            Jitter::Full => self.nominal_memo(retry) * unit_f64(rng),
+            Jitter::Equal => self.nominal_memo(retry) * (0.5 + 0.5 * unit_f64(rng)),
             Jitter::Proportional(_) => {
                 let u = unit_f64(rng);
-                self.nominal_ns(retry) * (1.0 + self.spread * (2.0 * u - 1.0))
+                self.nominal_memo(retry) * (1.0 + self.spread * (2.0 * u - 1.0))
             }
             Jitter::Decorrelated => {
                 let high = (self.prev_ns * 3.0).max(self.base_ns);
@@ -196,20 +203,20 @@ impl Backoff {
     /// `min(cap, base × factor^(retry-1))` in nanoseconds, never NaN.
     #[inline]
     fn nominal_ns(&self, retry: u32) -> f64 {
-        let mut n = retry.saturating_sub(1).min(self.max_exp);
-        // Square-and-multiply over the bits of the clamped exponent: a handful of
-        // iterations (3 for the default config), never one per retry.
-        let mut acc = 1.0;
-        let mut f = self.config.factor;
-        while n != 0 {
-            if n & 1 == 1 {
-                acc *= f;
-            }
-            f *= f;
-            n >>= 1;
+        let n = retry.saturating_sub(1).min(self.max_exp);
+        grow(self.base_ns, self.config.factor, self.cap_f, n)
+    }
+
+    /// [`Backoff::nominal_ns`], reusing the last result when the clamped exponent is
+    /// the same.
+    #[inline]
+    fn nominal_memo(&mut self, retry: u32) -> f64 {
+        let n = retry.saturating_sub(1).min(self.max_exp);
+        if n != self.memo_exp {
+            self.memo_ns = grow(self.base_ns, self.config.factor, self.cap_f, n);
+            self.memo_exp = n;
         }
-        // base > 0 here unless max_exp is 0, so the product is never 0 × inf.
-        (self.base_ns * acc).min(self.cap_f)
+        self.memo_ns
     }
 
     /// Saturating conversion to whole nanoseconds in `[0, cap]` (NaN and negatives to 0).
@@ -217,6 +224,23 @@ impl Backoff {
     fn clamp_ns(&self, ns: f64) -> u64 {
         (ns as u64).min(self.cap_ns)
     }
+}
+
+/// `min(cap, base × factor^n)`, by square-and-multiply over the bits of `n`: a handful
+/// of iterations (4 at most for the default config), never one per retry.
+#[inline]
+fn grow(base_ns: f64, factor: f64, cap_f: f64, mut n: u32) -> f64 {
+    let mut acc = 1.0;
+    let mut f = factor;
+    while n != 0 {
+        if n & 1 == 1 {
+            acc *= f;
+        }
+        f *= f;
+        n >>= 1;
+    }
+    // base > 0 here unless max_exp is 0, so the product is never 0 × inf.
+    (base_ns * acc).min(cap_f)
 }
 
 /// A lower bound on `log2(x)` for finite `x > 1`: the binary exponent plus the mantissa

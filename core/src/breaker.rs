@@ -413,6 +413,7 @@ impl Breaker {
     /// Asks to send one call at `now`. When open and `now >= until`, moves to
     /// half-open first. When half-open, a granted [`Permit::Probe`] takes a probe slot
     /// that the call's [`Breaker::on_result`] (with `was_probe = true`) frees.
+    #[inline]
     pub fn permit(&mut self, now: Timestamp) -> Permit {
         if !self.config.enabled {
             return Permit::Allow;
@@ -594,14 +595,14 @@ impl Breaker {
         };
         let (f, s) = (u64::from(failure), u64::from(slow));
         if let Some(b) = self.buckets.get_mut(self.cur) {
-            b.calls = b.calls.saturating_add(1);
-            b.failures = b.failures.saturating_add(f);
-            b.slow = b.slow.saturating_add(s);
+            b.calls = b.calls.wrapping_add(1);
+            b.failures = b.failures.wrapping_add(f);
+            b.slow = b.slow.wrapping_add(s);
         }
         let t = &mut self.totals;
-        t.calls = t.calls.saturating_add(1);
-        t.failures = t.failures.saturating_add(f);
-        t.slow = t.slow.saturating_add(s);
+        t.calls = t.calls.wrapping_add(1);
+        t.failures = t.failures.wrapping_add(f);
+        t.slow = t.slow.wrapping_add(s);
         if failure {
             self.consecutive = self.consecutive.saturating_add(1);
             if self.consecutive >= self.consecutive_limit {
@@ -616,8 +617,11 @@ impl Breaker {
         if !(failure || slow || evicted || t.calls == min_calls) || t.calls < min_calls {
             return false;
         }
-        let calls = t.calls as f64;
-        t.failures as f64 >= self.rate_limit * calls || t.slow as f64 >= self.slow_limit * calls
+        // Counts stay far below 2^63, where converting through i64 is exact and one
+        // instruction (an unsigned u64 conversion is a branchy sequence on x86-64).
+        let calls = t.calls as i64 as f64;
+        t.failures as i64 as f64 >= self.rate_limit * calls
+            || t.slow as i64 as f64 >= self.slow_limit * calls
     }
 
     /// Makes the next bucket of the ring the newest, evicting what it held.

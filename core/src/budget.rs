@@ -115,6 +115,13 @@ pub struct RetryBudget {
     floor_next: Option<Timestamp>,
     /// The latest `now` seen.
     latest: Timestamp,
+    /// The slice `latest` falls in, and the first instant (ns) of the slice after it:
+    /// a cache that spares the division while time stays in one slice.
+    current: u64,
+    current_end: u64,
+    /// The units of the slices live in `current` (what `deposits(current)` sums),
+    /// kept up to date so that the hot paths need not walk the ring.
+    live: u64,
 }
 
 impl RetryBudget {
@@ -124,17 +131,21 @@ impl RetryBudget {
             0 => 0,
             n => NANOS_PER_SEC.div_ceil(n),
         };
+        let slice_ns = nanos_of(config.ttl)
+            .checked_div(SLICES_U64)
+            .unwrap_or(0)
+            .max(1);
         RetryBudget {
             config,
             per_success: units_of(config.ratio),
-            slice_ns: nanos_of(config.ttl)
-                .checked_div(SLICES_U64)
-                .unwrap_or(0)
-                .max(1),
+            slice_ns,
             floor_interval,
             slices: [Slice::default(); SLICES],
             floor_next: (floor_interval > 0).then_some(Timestamp::ZERO),
             latest: Timestamp::ZERO,
+            current: 0,
+            current_end: slice_ns,
+            live: 0,
         }
     }
 
@@ -148,20 +159,22 @@ impl RetryBudget {
         if !self.config.enabled {
             return;
         }
-        let now = self.observe(now);
-        let current = self.slice_of(now);
+        let (_, current) = self.advance(now);
         let per_success = self.per_success;
         let Some(slice) = self.slices.get_mut(position(current)) else {
             return;
         };
         if slice.index != current {
-            // The slot last held slice `current - k·SLICES`, long expired.
+            // The slot last held slice `current - k·SLICES`, long expired (and so
+            // already out of `live`).
             *slice = Slice {
                 index: current,
                 units: 0,
             };
         }
-        slice.units = slice.units.saturating_add(per_success);
+        let before = slice.units;
+        slice.units = before.saturating_add(per_success);
+        self.live = self.live.saturating_add(slice.units.wrapping_sub(before));
     }
 
     /// A retry asks for one whole retry's worth; `true` grants it and takes it from the
@@ -171,9 +184,8 @@ impl RetryBudget {
         if !self.config.enabled {
             return true;
         }
-        let now = self.observe(now);
-        let current = self.slice_of(now);
-        if self.deposits(current) >= UNIT {
+        let (now, current) = self.advance(now);
+        if self.live >= UNIT {
             self.take_oldest(current, UNIT);
             return true;
         }
@@ -197,7 +209,7 @@ impl RetryBudget {
             return true;
         }
         let now = now.max(self.latest);
-        self.deposits(self.slice_of(now)) >= UNIT || self.floor_ready(now)
+        self.deposits_at(now) >= UNIT || self.floor_ready(now)
     }
 
     /// How many retries [`RetryBudget::try_withdraw`] would grant one after another at
@@ -208,7 +220,7 @@ impl RetryBudget {
             return u64::MAX;
         }
         let now = now.max(self.latest);
-        let whole = self.deposits(self.slice_of(now)) / UNIT;
+        let whole = self.deposits_at(now) / UNIT;
         whole.saturating_add(u64::from(self.floor_ready(now)))
     }
 
@@ -225,9 +237,47 @@ impl RetryBudget {
         self.floor_next
     }
 
-    fn observe(&mut self, now: Timestamp) -> Timestamp {
+    /// Clamps `now` to the latest instant seen and moves the current slice to it,
+    /// dropping from `live` what expired; returns the clamped `now` and its slice.
+    fn advance(&mut self, now: Timestamp) -> (Timestamp, u64) {
         self.latest = self.latest.max(now);
-        self.latest
+        let now = self.latest;
+        if now.as_nanos() >= self.current_end {
+            let current = self.slice_of(now);
+            self.expire(self.current, current);
+            self.current = current;
+            self.current_end = current.saturating_add(1).saturating_mul(self.slice_ns);
+        }
+        (now, self.current)
+    }
+
+    /// Drops from `live` the slices live in slice `old` but not in `new` (`new ≥ old`):
+    /// those numbered `old − 9 ..= new − 10`.
+    fn expire(&mut self, old: u64, new: u64) {
+        if new.saturating_sub(old) >= SLICES_U64 {
+            self.live = 0;
+            return;
+        }
+        let Some(last) = new.checked_sub(SLICES_U64) else {
+            return;
+        };
+        let first = old.saturating_sub(SLICES_U64 - 1);
+        for index in first..=last {
+            if let Some(slice) = self.slices.get(position(index)) {
+                if slice.index == index {
+                    self.live = self.live.saturating_sub(slice.units);
+                }
+            }
+        }
+    }
+
+    /// The live deposits at `now` (already clamped), without changing anything.
+    fn deposits_at(&self, now: Timestamp) -> u64 {
+        if now.as_nanos() < self.current_end {
+            self.live
+        } else {
+            self.deposits(self.slice_of(now))
+        }
     }
 
     fn slice_of(&self, now: Timestamp) -> u64 {
@@ -266,6 +316,7 @@ impl RetryBudget {
             }
             let take = slice.units.min(amount);
             slice.units = slice.units.saturating_sub(take);
+            self.live = self.live.saturating_sub(take);
             amount = amount.saturating_sub(take);
             if amount == 0 {
                 return;

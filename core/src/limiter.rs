@@ -436,6 +436,11 @@ impl Gcra {
             .tat
             .saturating_add(self.cost(units))
             .saturating_sub(self.horizon);
+        // Nearly always `need` fits 64 bits: one hardware division instead of the
+        // 128-bit routine.
+        if let Ok(need) = u64::try_from(need) {
+            return Timestamp::from_nanos(need.div_ceil(self.rate.max(1)));
+        }
         let rate = u128::from(self.rate);
         let (Some(whole), Some(rest)) = (need.checked_div(rate), need.checked_rem(rate)) else {
             return Timestamp::MAX;
