@@ -55,7 +55,7 @@ impl ErrorInfo {
             (Some(c), Some(s)) => (class_name(c), scope_name(s)),
             _ => (reason.to_owned(), scope_of_reason(&e.reason).to_owned()),
         };
-        let mut message = e.reason.to_string();
+        let mut message = reason_text(&e.reason);
         let detail = e
             .message
             .clone()
@@ -71,6 +71,22 @@ impl ErrorInfo {
             message: redact(&message),
             reason: Some(reason.to_owned()),
         }
+    }
+}
+
+/// The give-up reason for a person; a hint is shown to the millisecond (the core
+/// measures what is left of it, `29.999997s` for a `Retry-After: 30` just received).
+fn reason_text(r: &GiveUpReason) -> String {
+    match r {
+        GiveUpReason::HintTooLong { hint } => {
+            let ms = hint.as_nanos().div_ceil(1_000_000);
+            let rounded = core::time::Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
+            format!(
+                "server asked to wait {}, longer than the policy's max_retry_after",
+                steadfast_core::duration::Human(rounded)
+            )
+        }
+        other => other.to_string(),
     }
 }
 

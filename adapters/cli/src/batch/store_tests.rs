@@ -61,7 +61,7 @@ fn a_fresh_start_then_a_rerun_sees_what_was_written() {
     drop(files);
     let (_, resume) = open(&d.paths()).unwrap();
     assert_eq!(resume.finished.len(), 2);
-    assert_eq!(resume.finished["b"], false);
+    assert!(!resume.finished["b"]);
     assert!(resume.notes.is_empty(), "{:?}", resume.notes);
     assert!(resume.dead_missing.is_empty());
     assert_eq!(d.read("out.jsonl").lines().count(), 2);
