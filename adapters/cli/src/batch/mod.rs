@@ -3,10 +3,10 @@
 //!
 //! Three parts run at once:
 //!
-//! - the **reader** (a thread) reads the input line by line with
-//!   [`crate::input::parse_line`], skips ids an earlier run finished, reports bad lines
-//!   and hands good ones on;
-//! - the **dispatcher** (tokio) runs up to `concurrency` lines at a time through one
+//! - the **reader** reads the input line by line with [`crate::input::parse_line`],
+//!   skips ids an earlier run finished, reports bad lines and hands good ones on;
+//! - the **dispatcher** (tokio, on the same thread) runs up to `concurrency` lines at a
+//!   time through one
 //!   [`steadfast_reqwest::Client`] (`chat_with(id, request)`: every attempt of a line
 //!   carries the idempotency key derived from its id, so a rerun reuses it);
 //! - the **writer** (a thread) makes finished lines durable in the order documented in
@@ -14,6 +14,7 @@
 
 pub mod file;
 pub mod progress;
+mod reader;
 pub mod record;
 pub mod store;
 pub mod summary;

@@ -100,6 +100,8 @@ pub struct Files {
     output: Sink,
     journal: Option<File>,
     dead: Option<File>,
+    /// Reused between commits.
+    buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for Files {
@@ -263,6 +265,7 @@ pub fn open(paths: &Paths) -> Result<(Files, Resume), StoreError> {
             output,
             journal,
             dead,
+            buf: Vec::new(),
         },
         resume,
     ))
@@ -391,37 +394,39 @@ impl Files {
     /// (durable), journal (durable). `extra_dead` holds dead-letter lines of failures
     /// finished by an earlier run.
     pub fn commit(&mut self, batch: &[Finished], extra_dead: &[u8]) -> io::Result<()> {
-        let mut out = Vec::with_capacity(batch.len() * 256);
+        let buf = &mut self.buf;
+        buf.clear();
         for f in batch {
-            f.write_output(&mut out);
+            f.write_output(buf);
         }
         match &mut self.output {
             Sink::File(file) => {
-                file.write_all(&out)?;
+                file.write_all(buf)?;
                 sync(file)?;
             }
             Sink::Stdout => {
                 let mut s = io::stdout().lock();
-                s.write_all(&out)?;
+                s.write_all(buf)?;
                 s.flush()?;
             }
         }
         if let Some(dead) = &mut self.dead {
-            let mut buf = extra_dead.to_vec();
+            buf.clear();
+            buf.extend_from_slice(extra_dead);
             for f in batch {
-                f.write_dead_letter(&mut buf);
+                f.write_dead_letter(buf);
             }
             if !buf.is_empty() {
-                dead.write_all(&buf)?;
+                dead.write_all(buf)?;
                 sync(dead)?;
             }
         }
         if let Some(journal) = &mut self.journal {
-            let mut buf = Vec::with_capacity(batch.len() * 32);
+            buf.clear();
             for f in batch {
-                f.write_journal(&mut buf);
+                f.write_journal(buf);
             }
-            journal.write_all(&buf)?;
+            journal.write_all(buf)?;
             sync(journal)?;
         }
         Ok(())
