@@ -239,3 +239,31 @@ fn the_in_process_mock_needs_no_key_and_speaks_anthropic_too() {
     assert!(run.stderr.contains("mock server (flaky)"), "{}", run.stderr);
     assert!(tmp.path("in.jsonl.out.jsonl.journal").exists());
 }
+
+#[test]
+fn rpm_keeps_the_batch_under_the_servers_limit() {
+    // The server allows 1200 a minute per key, 130 at once; the client's limiter at
+    // --rpm 1200 bursts 10 % (120) and then paces below the server's refill.
+    let limited = |c: &mut MockConfig| {
+        c.rpm = 1200;
+        c.rate_burst = Some(130);
+    };
+    let tmp = Tmp::new("rpm");
+    let s = server(Scenario::Ratelimit, 6, limited);
+    run_against(&s, &tmp, 150, &["--concurrency", "64", "--rpm", "1200"]);
+    all_ok(&tmp.path("out.jsonl"), "line", 150);
+    let stats = s.stats();
+    assert_eq!(stats.status(429), 0, "{stats:?}");
+    // Without the flag, the same batch runs into the server's limit (a short deadline
+    // ends it soon after: that much is enough to see).
+    let tmp = Tmp::new("no-rpm");
+    let s = server(Scenario::Ratelimit, 6, limited);
+    run_against(
+        &s,
+        &tmp,
+        150,
+        &["--concurrency", "64", "--deadline", "300ms"],
+    );
+    assert_eq!(results(&tmp.path("out.jsonl")).len(), 150);
+    assert!(s.stats().status(429) > 0);
+}

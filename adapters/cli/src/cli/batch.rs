@@ -366,3 +366,104 @@ pub fn run(a: &BatchArgs) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: BatchArgs,
+    }
+
+    fn args(v: &[&str]) -> BatchArgs {
+        Wrap::parse_from(std::iter::once("batch").chain(v.iter().copied())).a
+    }
+
+    fn env(v: &str) -> Option<ApiKey> {
+        v.starts_with("SET_")
+            .then(|| ApiKey::new(format!("sk-{v}")))
+    }
+
+    #[test]
+    fn flags_override_the_batch_policy_and_name_the_files() {
+        let a = args(&[
+            "--input",
+            "in.jsonl",
+            "--base-url",
+            "http://h/v1",
+            "--api-key-env",
+            "SET_A",
+            "--api-key-env",
+            "SET_B",
+            "--max-attempts",
+            "3",
+            "--timeout",
+            "2s",
+            "--deadline",
+            "1m",
+            "--max-retry-after",
+            "500ms",
+            "--rpm",
+            "60",
+            "--tpm",
+            "1000",
+            "--model",
+            "m",
+        ]);
+        let r = resolve(&a, &env).unwrap();
+        let p = &r.options.policy;
+        assert_eq!(p.retry.max_attempts, 3);
+        assert_eq!(p.retry.attempt_timeout, Duration::from_secs(2));
+        assert_eq!(p.retry.deadline, Some(Duration::from_secs(60)));
+        assert_eq!(p.retry.max_retry_after, Duration::from_millis(500));
+        assert_eq!(
+            (p.limiter.requests, p.limiter.tokens),
+            (Some(60), Some(1000))
+        );
+        assert!(p.retry.hold_on_breaker, "the batch preset underneath");
+        let e = &r.options.endpoints[0];
+        assert_eq!((e.keys.len(), e.model.as_deref()), (2, Some("m")));
+        assert_eq!(e.url(), "http://h/v1/chat/completions");
+        let paths = &r.options.paths;
+        assert_eq!(
+            paths.output.as_deref(),
+            Some(Path::new("in.jsonl.out.jsonl"))
+        );
+        assert_eq!(
+            paths.journal.as_deref(),
+            Some(Path::new("in.jsonl.out.jsonl.journal"))
+        );
+        assert_eq!(r.options.concurrency, 32);
+        assert!(!format!("{r:?}").contains("sk-SET"), "keys never print");
+    }
+
+    #[test]
+    fn stdout_output_has_no_default_journal_and_defaults_need_a_key() {
+        let a = args(&[
+            "--input",
+            "x",
+            "--output",
+            "-",
+            "--base-url",
+            "http://h",
+            "--api-key-env",
+            "SET_A",
+        ]);
+        let r = resolve(&a, &env).unwrap();
+        assert_eq!(r.options.paths.output, None);
+        assert_eq!(r.options.paths.journal, None);
+        let e = resolve(&args(&["--input", "x"]), &env).unwrap_err();
+        assert!(e.contains("OPENAI_API_KEY"), "{e}");
+        let e = resolve(&args(&["--input", "x", "--provider", "anthropic"]), &env).unwrap_err();
+        assert!(e.contains("ANTHROPIC_API_KEY"), "{e}");
+        let ok = |v: &str| Some(ApiKey::new(format!("k-{v}")));
+        let r = resolve(&args(&["--input", "x", "--provider", "anthropic"]), &ok).unwrap();
+        assert_eq!(
+            r.options.endpoints[0].url(),
+            "https://api.anthropic.com/v1/messages"
+        );
+    }
+}
