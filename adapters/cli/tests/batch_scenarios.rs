@@ -72,6 +72,11 @@ fn outage_lines_hold_and_succeed_after_it() {
         run.stderr
     );
     let stats = s.stats();
+    println!(
+        "503s: {}, breaker trips: {}",
+        stats.status(503),
+        summary_figure(&run.stderr, "breaker trips")
+    );
     // Holding on the open breaker, the lines did not hammer the server: far fewer
     // failed attempts than lines times attempts allowed.
     assert!(
