@@ -11,13 +11,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::progress::{Counters, Reporter};
-use super::record::{Ending, ErrorInfo, Finished, dead_letter_line};
+use super::record::{Encoded, Ending, ErrorInfo, Finished, dead_letter_line};
 use crate::input::{InputLine, parse_line};
 
 /// What the writer receives.
 pub(super) enum Msg {
     /// A finished line, with its latency when it ran.
-    Line(Finished, Option<Duration>),
+    Line(Encoded, Option<Duration>),
     /// A dead-letter line for a failure an earlier run finished.
     DeadOnly(Vec<u8>),
 }
@@ -127,7 +127,7 @@ impl Reader {
                         None
                     },
                 };
-                Some(Next::Msg(Msg::Line(f, None)))
+                Some(Next::Msg(Msg::Line(f.encode(self.keep_request), None)))
             }
         }
     }

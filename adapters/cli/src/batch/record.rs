@@ -258,6 +258,46 @@ impl Finished {
     }
 }
 
+/// A finished line, serialised where it finished (on the runtime's workers), ready for
+/// the writer: it only concatenates bytes, and no response crosses a thread as a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// The line's id.
+    pub id: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Class and scope, when it failed.
+    pub failure: Option<(String, String)>,
+    /// Its output line.
+    pub output: Vec<u8>,
+    /// Its dead-letter line (empty unless it failed and dead letters are kept).
+    pub dead: Vec<u8>,
+}
+
+impl Finished {
+    /// Serialises the line; `dead_letters` says whether a failure's dead-letter line
+    /// is wanted.
+    pub fn encode(self, dead_letters: bool) -> Encoded {
+        let mut output = Vec::with_capacity(256);
+        self.write_output(&mut output);
+        let mut dead = Vec::new();
+        if dead_letters {
+            self.write_dead_letter(&mut dead);
+        }
+        let failure = self.error().map(|e| (e.class.clone(), e.scope.clone()));
+        Encoded {
+            ok: failure.is_none(),
+            id: self.id,
+            attempts: self.attempts,
+            failure,
+            output,
+            dead,
+        }
+    }
+}
+
 /// Appends a journal line.
 pub fn journal_line(buf: &mut Vec<u8>, id: &str, ok: bool) {
     #[derive(Serialize)]

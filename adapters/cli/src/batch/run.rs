@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use super::progress::{self, Counters};
 use super::reader::{Msg, Next, Reader};
-use super::record::{Ending, ErrorInfo, Finished};
+use super::record::{Encoded, Ending, ErrorInfo, Finished};
 use super::store::{self, Files};
 use super::summary::{Summary, Tally};
 use super::{Options, RunError};
@@ -171,7 +171,8 @@ async fn dispatch(
         let tx = msgs.clone();
         tasks.spawn(async move {
             let (f, latency) = one(&client, line, keep_request).await;
-            let _ = tx.send(Msg::Line(f, Some(latency))).await;
+            let encoded = f.encode(keep_request);
+            let _ = tx.send(Msg::Line(encoded, Some(latency))).await;
             drop(permit);
         });
         while tasks.try_join_next().is_some() {}
@@ -249,9 +250,9 @@ fn write_all(
 ) -> io::Result<Tally> {
     const MAX_BATCH: usize = 4096;
     let mut tally = Tally::default();
-    let mut lines: Vec<(Finished, Option<Duration>)> = Vec::new();
+    let mut batch: Vec<Encoded> = Vec::new();
+    let mut latencies: Vec<Option<Duration>> = Vec::new();
     let mut extra: Vec<u8> = Vec::new();
-    let mut finished: Vec<Finished> = Vec::new();
     let mut last_commit: Option<Instant> = None;
     while let Some(first) = msgs.blocking_recv() {
         // Group commit: at most one per COMMIT_EVERY, so a fast batch pays a few
@@ -263,24 +264,21 @@ fn write_all(
         let mut next = Some(first);
         while let Some(m) = next.take() {
             match m {
-                Msg::Line(f, l) => lines.push((f, l)),
+                Msg::Line(f, l) => {
+                    batch.push(f);
+                    latencies.push(l);
+                }
                 Msg::DeadOnly(b) => extra.extend_from_slice(&b),
             }
-            if lines.len() < MAX_BATCH {
+            if batch.len() < MAX_BATCH {
                 next = msgs.try_recv().ok();
             }
         }
-        let latencies: Vec<Option<Duration>> = lines.iter().map(|(_, l)| *l).collect();
-        finished.extend(lines.drain(..).map(|(f, _)| f));
-        files.commit(&finished, &extra)?;
+        files.commit(&batch, &extra)?;
         last_commit = Some(Instant::now());
-        for (f, l) in finished.drain(..).zip(latencies) {
+        for (f, l) in batch.drain(..).zip(latencies.drain(..)) {
             tally.on_finished(&f, l);
-            let c = if f.ok() {
-                &counters.ok
-            } else {
-                &counters.failed
-            };
+            let c = if f.ok { &counters.ok } else { &counters.failed };
             c.fetch_add(1, Ordering::Relaxed);
         }
         extra.clear();

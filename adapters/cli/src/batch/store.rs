@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::record::{ErrorInfo, Finished, Head, IdOnly, journal_line};
+use super::record::{Encoded, ErrorInfo, Head, IdOnly, journal_line};
 
 /// Where the batch writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -393,11 +393,11 @@ impl Files {
     /// Writes one batch in the documented order: output (durable), dead letters
     /// (durable), journal (durable). `extra_dead` holds dead-letter lines of failures
     /// finished by an earlier run.
-    pub fn commit(&mut self, batch: &[Finished], extra_dead: &[u8]) -> io::Result<()> {
+    pub fn commit(&mut self, batch: &[Encoded], extra_dead: &[u8]) -> io::Result<()> {
         let buf = &mut self.buf;
         buf.clear();
         for f in batch {
-            f.write_output(buf);
+            buf.extend_from_slice(&f.output);
         }
         match &mut self.output {
             Sink::File(file) => {
@@ -414,7 +414,7 @@ impl Files {
             buf.clear();
             buf.extend_from_slice(extra_dead);
             for f in batch {
-                f.write_dead_letter(buf);
+                buf.extend_from_slice(&f.dead);
             }
             if !buf.is_empty() {
                 dead.write_all(buf)?;
@@ -424,7 +424,7 @@ impl Files {
         if let Some(journal) = &mut self.journal {
             buf.clear();
             for f in batch {
-                f.write_journal(buf);
+                journal_line(buf, &f.id, f.ok);
             }
             journal.write_all(buf)?;
             sync(journal)?;

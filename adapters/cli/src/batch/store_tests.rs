@@ -1,5 +1,5 @@
 use super::*;
-use crate::batch::record::Ending;
+use crate::batch::record::{Ending, Finished};
 
 struct Dir(PathBuf);
 
@@ -34,22 +34,24 @@ impl Drop for Dir {
     }
 }
 
-fn ok(id: &str) -> Finished {
+fn ok(id: &str) -> Encoded {
     Finished {
         id: id.into(),
         ending: Ending::Ok(serde_json::json!({"r": id})),
         attempts: 1,
         request: None,
     }
+    .encode(true)
 }
 
-fn failed(id: &str) -> Finished {
+fn failed(id: &str) -> Encoded {
     Finished {
         id: id.into(),
         ending: Ending::Failed(ErrorInfo::bad_input("boom".into())),
         attempts: 0,
         request: Some(serde_json::json!({"q": id})),
     }
+    .encode(true)
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use steadfast_core::duration::Human;
 use steadfast_reqwest::MetricsSnapshot;
 
-use super::record::Finished;
+use super::record::Encoded;
 
 /// Counts of finished lines.
 #[derive(Debug, Clone, Default)]
@@ -31,16 +31,16 @@ pub struct Tally {
 
 impl Tally {
     /// Counts a line written to the output.
-    pub fn on_finished(&mut self, f: &Finished, latency: Option<Duration>) {
+    pub fn on_finished(&mut self, f: &Encoded, latency: Option<Duration>) {
         self.attempts += u64::from(f.attempts);
-        match f.error() {
+        match &f.failure {
             None => self.ok += 1,
-            Some(e) => {
-                *self
-                    .failed
-                    .entry((e.class.clone(), e.scope.clone()))
-                    .or_default() += 1
-            }
+            Some(key) => match self.failed.get_mut(key) {
+                Some(n) => *n += 1,
+                None => {
+                    self.failed.insert(key.clone(), 1);
+                }
+            },
         }
         if let Some(l) = latency {
             self.latencies_us
@@ -162,7 +162,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::record::{Ending, ErrorInfo};
+    use crate::batch::record::{Ending, ErrorInfo, Finished};
 
     #[test]
     fn counts_and_percentiles() {
@@ -178,7 +178,7 @@ mod tests {
                 attempts: 2,
                 request: None,
             };
-            t.on_finished(&f, Some(Duration::from_millis(i)));
+            t.on_finished(&f.encode(false), Some(Duration::from_millis(i)));
         }
         assert_eq!((t.ok, t.failed_total(), t.attempts), (90, 10, 200));
         let [p50, p95, p99] = t.percentiles().unwrap();
