@@ -120,3 +120,44 @@ fn sigkill_at_random_moments_then_rerun_gives_each_id_exactly_once() {
     // Whatever the moment of death, no line's work was done twice.
     at_most_once(&s, "k", N);
 }
+
+#[test]
+fn sigint_stops_cleanly_and_a_rerun_finishes() {
+    let tmp = Tmp::new("sigint");
+    const N: usize = 120;
+    let s = server(Scenario::Slow, 22, |c| {
+        c.latency_min = Duration::from_millis(50);
+        c.latency_max = Duration::from_millis(150);
+    });
+    let input = tmp.write("in.jsonl", &prompts("i", N));
+    let config = tmp.write("fast.toml", FAST);
+    let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
+    let base = s.base_url();
+    let argv = args(&base, &input, &out, &dead, &config);
+    let child = command(&argv, &[(KEY_VAR, "sk-test-key")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until some lines are durable, then interrupt.
+    let started = std::time::Instant::now();
+    let durable = || tmp.read("out.jsonl").matches('\n').count();
+    while durable() < 10 {
+        assert!(started.elapsed() < Duration::from_secs(30), "no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("rerun the same command"), "{stderr}");
+    let partial = results(&tmp.path("out.jsonl")).len();
+    assert!(partial < N, "the interrupt came too late to test anything");
+    steadfast(&argv, &[(KEY_VAR, "sk-test-key")]).ok();
+    all_ok(&tmp.path("out.jsonl"), "i", N);
+    at_most_once(&s, "i", N);
+}

@@ -79,11 +79,11 @@ impl Reader {
     fn line(&mut self, bytes: &[u8]) -> Option<Next> {
         let line_no = self.line_no;
         let parsed = parse_line(line_no, bytes);
-        let id = match &parsed {
-            Ok(l) => l.id.clone(),
+        let id: &str = match &parsed {
+            Ok(l) => &l.id,
             Err(e) if e.is_blank() => return None,
             Err(e) => match &e.id {
-                Some(id) => id.clone(),
+                Some(id) => id,
                 None => {
                     self.reporter.note(&format!("{}:{e}", self.name));
                     self.read.no_id += 1;
@@ -92,7 +92,7 @@ impl Reader {
                 }
             },
         };
-        if !self.seen.insert(id.clone()) {
+        if self.seen.contains(id) {
             self.reporter.note(&format!(
                 "{}:{line_no}: id {id:?} was used by an earlier line; this line is skipped",
                 self.name
@@ -101,25 +101,27 @@ impl Reader {
             self.skip();
             return None;
         }
-        if self.finished.contains_key(&id) {
+        self.seen.insert(id.to_owned());
+        if self.finished.contains_key(id) {
             self.read.skipped += 1;
             self.skip();
-            let e = self.dead_missing.remove(&id)?;
+            let e = self.dead_missing.remove(id)?;
             let request = match &parsed {
                 Ok(l) => Some(Value::Object(l.request.clone())),
                 Err(_) => raw_request(bytes),
             };
             let mut buf = Vec::new();
-            dead_letter_line(&mut buf, &id, request.as_ref(), &e);
+            dead_letter_line(&mut buf, id, request.as_ref(), &e);
             return Some(Next::Msg(Msg::DeadOnly(buf)));
         }
         match parsed {
             Ok(line) => Some(Next::Line(line)),
             Err(e) => {
                 self.reporter.note(&format!("{}:{e}", self.name));
+                let message = format!("{}:{e}", self.name);
                 let f = Finished {
-                    id,
-                    ending: Ending::Failed(ErrorInfo::bad_input(format!("{}:{e}", self.name))),
+                    id: e.id.unwrap_or_default(),
+                    ending: Ending::Failed(ErrorInfo::bad_input(message)),
                     attempts: 0,
                     request: if self.keep_request {
                         raw_request(bytes)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use steadfast_reqwest::Client;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use super::progress::{self, Counters};
@@ -146,19 +146,27 @@ async fn dispatch(
 ) -> (bool, io::Result<super::reader::Read>) {
     let slots = Arc::new(Semaphore::new(concurrency));
     let mut tasks = JoinSet::new();
-    let signal = crate::signal::shutdown();
-    tokio::pin!(signal);
+    // A signal closes the slots (so the loop below stops at once) and says so; the
+    // hot loop itself waits on nothing but a free slot.
+    let stop = Arc::new(Notify::new());
+    let watcher = {
+        let (slots, stop) = (Arc::clone(&slots), Arc::clone(&stop));
+        tokio::spawn(async move {
+            crate::signal::shutdown().await;
+            slots.close();
+            stop.notify_one();
+        })
+    };
     let mut read_error = None;
     let mut interrupted = loop {
-        let permit = tokio::select! {
-            biased;
-            () = &mut signal => break true,
-            () = msgs.closed() => break false,
-            p = Arc::clone(&slots).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break false,
-            },
+        // The slots close only on a signal.
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            break true;
         };
+        if msgs.is_closed() {
+            // The writer stopped (it failed): nothing more can be recorded.
+            break false;
+        }
         let line = match next_line(&mut reader, &msgs).await {
             Ok(Some(line)) => line,
             Ok(None) => break false,
@@ -181,7 +189,7 @@ async fn dispatch(
         loop {
             tokio::select! {
                 biased;
-                () = &mut signal => {
+                () = stop.notified() => {
                     interrupted = true;
                     break;
                 }
@@ -192,6 +200,7 @@ async fn dispatch(
     // Lines still running are dropped: their calls are cancelled, nothing of them is
     // written, and the next run runs them again with the same idempotency keys.
     tasks.shutdown().await;
+    watcher.abort();
     let read = match read_error {
         Some(e) => Err(e),
         None => Ok(reader.read),
@@ -258,8 +267,12 @@ fn write_all(
         // Group commit: at most one per COMMIT_EVERY, so a fast batch pays a few
         // hundred fsyncs a second, not one per line. Lines wait in the channel
         // meanwhile; none is written, so none can be lost or torn.
-        if let Some(wait) = last_commit.and_then(|t| COMMIT_EVERY.checked_sub(t.elapsed())) {
-            std::thread::sleep(wait);
+        // The wait ends early when the run is over (every sender gone) or enough
+        // lines are queued.
+        if let Some(t) = last_commit {
+            while t.elapsed() < COMMIT_EVERY && !msgs.is_closed() && msgs.len() < MAX_BATCH / 8 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
         let mut next = Some(first);
         while let Some(m) = next.take() {
