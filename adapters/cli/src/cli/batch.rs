@@ -20,15 +20,25 @@ pub struct BatchArgs {
     /// The JSONL input: one {"id": "...", "request": {...}} per line.
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
-    /// The JSONL results, one line per input id [default: <input>.out.jsonl]; `-` for
-    /// stdout (then only a --journal makes reruns skip finished ids).
-    #[arg(long, value_name = "FILE")]
+    /// The JSONL results, one line per input id; by default the input's path with
+    /// `.out.jsonl` added; `-` for stdout.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "The JSONL results, one line per input id [default: <input>.out.jsonl]; `-` for \
+                stdout (then only a --journal makes reruns skip finished ids)"
+    )]
     pub output: Option<PathBuf>,
     /// Failed lines with their request and error, ready to resubmit as input.
     #[arg(long, value_name = "FILE")]
     pub dead_letter: Option<PathBuf>,
-    /// The record of finished ids [default: <output>.journal; none with --output -].
-    #[arg(long, value_name = "FILE")]
+    /// The record of finished ids; by default the output's path with `.journal` added
+    /// (none with `--output -`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "The record of finished ids [default: <output>.journal; none with --output -]"
+    )]
     pub journal: Option<PathBuf>,
     /// Runs the fault-injecting mock server in-process on 127.0.0.1 with this scenario
     /// and sends every request to it (a built-in fake key; no network needed).
