@@ -27,22 +27,25 @@ fn get_stats(base: &str) -> serde_json::Value {
 #[test]
 fn a_separate_mock_process_serves_a_batch_and_stops_on_sigterm() {
     let tmp = Tmp::new("mockcmd");
-    let mut child = command(
-        &[
-            "mock",
-            "--scenario",
-            "flaky",
-            "--seed",
-            "3",
-            "--retry-after",
-            "100ms",
-        ],
-        &[],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn");
+    let mut guard = KillOnDrop(
+        command(
+            &[
+                "mock",
+                "--scenario",
+                "flaky",
+                "--seed",
+                "3",
+                "--retry-after",
+                "100ms",
+            ],
+            &[],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn"),
+    );
+    let child = &mut guard.0;
     let mut first = String::new();
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut first)

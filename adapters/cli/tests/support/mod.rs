@@ -195,3 +195,13 @@ pub fn summary_figure(stderr: &str, label: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no figure in {line:?}"))
 }
+
+/// A child process killed when the test ends, however it ends.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
