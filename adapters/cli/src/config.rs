@@ -65,26 +65,51 @@ pub fn load_policy(path: &Path) -> Result<Policy, PolicyFileError> {
 
 /// Parses a policy from TOML text, applying a leading `preset = "NAME"`.
 pub fn policy_from_toml(text: &str) -> Result<Policy, PolicyFileError> {
+    policy_from_toml_on(text, Preset::Standard)
+}
+
+/// Like [`policy_from_toml`], with `default` as the base when the file names no preset
+/// (`steadfast batch` starts from the `batch` preset).
+pub fn policy_from_toml_on(text: &str, default: Preset) -> Result<Policy, PolicyFileError> {
+    policy_from_toml_based(text, default, Policy::from)
+}
+
+/// Like [`policy_from_toml_on`], with `base` giving the policy a preset stands for
+/// (a subcommand may adjust a preset for its own use).
+pub fn policy_from_toml_based(
+    text: &str,
+    default: Preset,
+    base: impl Fn(Preset) -> Policy,
+) -> Result<Policy, PolicyFileError> {
     let parse = |e: toml::de::Error| PolicyFileError::Parse {
         message: e.to_string(),
     };
     let mut table: toml::Table = toml::from_str(text).map_err(parse)?;
-    let policy = match table.remove("preset") {
+    let (named, own) = match table.remove("preset") {
+        None if default == Preset::Standard && base(Preset::Standard) == Policy::default() => {
+            (None, None)
+        }
+        None => (
+            Some(toml::Value::String(default.name().to_owned())),
+            Some(text.to_owned()),
+        ),
+        some => (some, without_preset_line(text)),
+    };
+    let policy = match named {
         None => toml::from_str::<Policy>(text).map_err(parse)?,
         Some(toml::Value::String(name)) => {
             let preset = Preset::from_name(&name).ok_or(PolicyFileError::UnknownPreset { name })?;
             // Check the file's own shape first, so that errors point into it.
-            if let Some(own) = without_preset_line(text) {
+            if let Some(own) = own {
                 toml::from_str::<Policy>(&own).map_err(parse)?;
             }
-            let mut base = toml::Value::try_from(Policy::from(preset)).map_err(|e| {
-                PolicyFileError::Parse {
+            let mut tree =
+                toml::Value::try_from(base(preset)).map_err(|e| PolicyFileError::Parse {
                     message: e.to_string(),
-                }
-            })?;
-            merge(&mut base, toml::Value::Table(table));
+                })?;
+            merge(&mut tree, toml::Value::Table(table));
             // Read back through text so that any error still names the field.
-            let merged = toml::to_string(&base).map_err(|e| PolicyFileError::Parse {
+            let merged = toml::to_string(&tree).map_err(|e| PolicyFileError::Parse {
                 message: e.to_string(),
             })?;
             toml::from_str::<Policy>(&merged).map_err(parse)?

@@ -3,9 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-mod cli;
-mod config;
+use steadfast_cli::cli;
 
 /// steadfast: LLM API calls that survive rate limits, overloads, outages and bad keys.
 #[derive(Debug, Parser)]
@@ -17,20 +15,25 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a JSONL file of requests: one result line per id, exactly once, resumable.
+    Batch(cli::batch::BatchArgs),
+    /// Serve the fault-injecting mock API on 127.0.0.1 until interrupted.
+    Mock(cli::mock::MockArgs),
     /// Simulate a policy against a fault scenario in virtual time.
     Sim(cli::sim::SimArgs),
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let result = match args.command {
-        Command::Sim(a) => cli::sim::run(&a),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("steadfast: error: {e}");
-            ExitCode::FAILURE
-        }
+    match args.command {
+        Command::Batch(a) => ExitCode::from(cli::batch::run(&a)),
+        Command::Mock(a) => ExitCode::from(cli::mock::run(&a)),
+        Command::Sim(a) => match cli::sim::run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("steadfast: error: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

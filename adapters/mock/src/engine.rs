@@ -143,6 +143,8 @@ struct State {
     seen: HashMap<u64, (u64, u64)>,
     scenario_requests: u64,
     buckets: HashMap<String, Bucket>,
+    /// Per idempotency key: the instant before which the server asked it not to return.
+    not_before: HashMap<String, Instant>,
 }
 
 /// The server's shared state.
@@ -198,6 +200,21 @@ fn h(name: &str, value: impl Into<String>) -> (String, String) {
 
 fn json_body(v: &serde_json::Value) -> Body {
     Body::json(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// The wait an error answer asks for: `retry-after-ms`, else `retry-after` in seconds
+/// (an HTTP-date is not counted).
+fn hinted_wait(headers: &Headers) -> Option<Duration> {
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
+    };
+    find("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| find("retry-after").map(Duration::from_secs_f64))
 }
 
 fn mask_key(key: &str) -> String {
@@ -413,6 +430,12 @@ impl Shared {
             if let Some(ks) = st.stats.key(key, max_keys) {
                 ks.attempts += 1;
             }
+            if st.not_before.get(key).is_some_and(|t| Instant::now() < *t) {
+                st.stats.early += 1;
+                if let Some(ks) = st.stats.key(key, max_keys) {
+                    ks.early += 1;
+                }
+            }
             match st.idem.get(key) {
                 Some(Idem::Done(stored)) => {
                     let body = stored.clone();
@@ -510,6 +533,12 @@ impl Shared {
                 body,
             } => {
                 st.stats.status(status);
+                if let (Some(key), Some(wait)) = (idem_key, hinted_wait(&headers)) {
+                    if st.not_before.len() < self.config.max_keys || st.not_before.contains_key(key)
+                    {
+                        st.not_before.insert(key.to_owned(), Instant::now() + wait);
+                    }
+                }
                 let mut all = base;
                 all.extend(headers);
                 (

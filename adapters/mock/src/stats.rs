@@ -17,6 +17,11 @@ pub struct Stats {
     pub processed: u64,
     /// Requests answered with a stored response (`idempotent-replayed: true`).
     pub replayed: u64,
+    /// Requests that came back before the wait their idempotency key was told (by a
+    /// `retry-after-ms` / `retry-after` in seconds on an earlier answer) had passed:
+    /// a client that honours server hints keeps this at 0.
+    #[serde(default)]
+    pub early: u64,
     /// Responses by status code (resets and hangs have none).
     pub by_status: BTreeMap<u16, u64>,
     /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s (`ok`,
@@ -73,6 +78,10 @@ pub struct KeyStats {
     pub replayed: u64,
     /// Times it was refused with 409 because an earlier attempt was in progress.
     pub conflicts: u64,
+    /// Requests that came before the wait an earlier answer to this key asked for
+    /// (see [`Stats::early`]).
+    #[serde(default)]
+    pub early: u64,
 }
 
 #[derive(Default)]
@@ -81,6 +90,7 @@ pub(crate) struct StatsState {
     pub connections: u64,
     pub processed: u64,
     pub replayed: u64,
+    pub early: u64,
     pub by_status: HashMap<u16, u64>,
     pub by_fault: HashMap<&'static str, u64>,
     pub by_path: HashMap<&'static str, u64>,
@@ -119,6 +129,7 @@ impl StatsState {
             connections: self.connections,
             processed: self.processed,
             replayed: self.replayed,
+            early: self.early,
             by_status: self.by_status.iter().map(|(k, v)| (*k, *v)).collect(),
             by_fault: self
                 .by_fault

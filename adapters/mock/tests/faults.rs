@@ -481,6 +481,31 @@ fn idempotent_replay() {
 }
 
 #[test]
+fn requests_back_before_their_hint_are_counted_early() {
+    let s = with_script(vec![
+        Fault::status_retry_after(429, "30"),
+        Fault::status_retry_after(503, "0"),
+    ]);
+    let key = [("idempotency-key", "hinted")];
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 429);
+    // Back at once, 30 s too early: counted.
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 503);
+    let stats = s.stats();
+    assert_eq!(stats.early, 1);
+    assert_eq!(stats.key("hinted").unwrap().early, 1);
+    // The 503 asked for no wait: the next request is on time.
+    assert_eq!(openai(s.addr(), "k", "x", &key).unwrap().status, 200);
+    // Another key was told nothing.
+    assert_eq!(
+        openai(s.addr(), "k", "x", &[("idempotency-key", "other")])
+            .unwrap()
+            .status,
+        200
+    );
+    assert_eq!(s.stats().early, 1);
+}
+
+#[test]
 fn replays_consume_no_scripted_fault() {
     let s = MockServer::start(MockConfig::default()).unwrap();
     let key = [("idempotency-key", "k1")];

@@ -1,0 +1,381 @@
+//! The lines the batch writes: results (output), journal entries and dead letters.
+//!
+//! ```text
+//! output:      {"id":"a","ok":true,"response":{...},"attempts":1}
+//!              {"id":"b","ok":false,"error":{"class":"rate_limited","scope":"throttle",
+//!                "status":429,"message":"...","reason":"hint_too_long"},"attempts":1}
+//! journal:     {"id":"a","ok":true}
+//! dead letter: {"id":"b","request":{...},"error":{...}}
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use steadfast_core::classify::{Class, Scope};
+use steadfast_core::retry::GiveUpReason;
+use steadfast_reqwest::CallError;
+
+/// The class of a line that is not a request.
+pub const BAD_INPUT: &str = "bad_input";
+
+/// Why a line failed, as written in the output and the dead-letter file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// The class of the last failure (`rate_limited`, `unauthorized`, `timeout`, ...),
+    /// `bad_input` for a line that is not a request, or the give-up reason when no
+    /// attempt was made (`breaker_open`, `no_usable_key`, ...).
+    pub class: String,
+    /// `request`, `key`, `endpoint` or `throttle`.
+    pub scope: String,
+    /// The HTTP status of the last attempt, when it got one.
+    pub status: Option<u16>,
+    /// What happened, for a person (never a key).
+    pub message: String,
+    /// Why the call gave up (`retries_exhausted`, `hint_too_long`, ...); absent for
+    /// bad input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ErrorInfo {
+    /// A line that is not a request.
+    pub fn bad_input(message: String) -> ErrorInfo {
+        ErrorInfo {
+            class: BAD_INPUT.to_owned(),
+            scope: "request".to_owned(),
+            status: None,
+            message,
+            reason: None,
+        }
+    }
+
+    /// A call that gave up; `redact` removes every configured key from text.
+    pub fn from_call(e: &CallError, redact: impl Fn(&str) -> String) -> ErrorInfo {
+        let reason = reason_name(&e.reason);
+        let (class, scope) = match (e.class, e.scope) {
+            (Some(c), Some(s)) => (class_name(c), scope_name(s)),
+            _ => (reason.to_owned(), scope_of_reason(&e.reason).to_owned()),
+        };
+        let mut message = reason_text(&e.reason);
+        let detail = e
+            .message
+            .clone()
+            .or_else(|| e.source.as_ref().map(|s| error_chain(s)));
+        if let Some(d) = detail {
+            message.push_str(": ");
+            message.push_str(&d);
+        }
+        ErrorInfo {
+            class,
+            scope,
+            status: e.status,
+            message: redact(&message),
+            reason: Some(reason.to_owned()),
+        }
+    }
+}
+
+/// The give-up reason for a person; a hint is shown to the millisecond (the core
+/// measures what is left of it, `29.999997s` for a `Retry-After: 30` just received).
+fn reason_text(r: &GiveUpReason) -> String {
+    match r {
+        GiveUpReason::HintTooLong { hint } => {
+            let ms = hint.as_nanos().div_ceil(1_000_000);
+            let rounded = core::time::Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
+            format!(
+                "server asked to wait {}, longer than the policy's max_retry_after",
+                steadfast_core::duration::Human(rounded)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An error and its sources, `: `-separated.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = inner.source();
+    }
+    s
+}
+
+fn serde_name<T: Serialize>(v: T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => "unknown".to_owned(),
+    }
+}
+
+/// The class's name in snake case (`rate_limited`).
+pub fn class_name(c: Class) -> String {
+    serde_name(c)
+}
+
+/// The scope's name (`request`, `key`, `endpoint`, `throttle`).
+pub fn scope_name(s: Scope) -> String {
+    serde_name(s)
+}
+
+/// The give-up reason's name in snake case.
+pub fn reason_name(r: &GiveUpReason) -> &'static str {
+    match r {
+        GiveUpReason::NotRetryable => "not_retryable",
+        GiveUpReason::UnsafeToRetry => "unsafe_to_retry",
+        GiveUpReason::RetriesExhausted => "retries_exhausted",
+        GiveUpReason::DeadlineExceeded => "deadline_exceeded",
+        GiveUpReason::HintTooLong { .. } => "hint_too_long",
+        GiveUpReason::BudgetExhausted => "budget_exhausted",
+        GiveUpReason::BreakerOpen { .. } => "breaker_open",
+        GiveUpReason::NoUsableKey => "no_usable_key",
+        GiveUpReason::RateLimited { .. } => "rate_limited",
+        GiveUpReason::Cancelled => "cancelled",
+        _ => "other",
+    }
+}
+
+/// The scope reported for a call that gave up before any attempt: what stood in its way.
+fn scope_of_reason(r: &GiveUpReason) -> &'static str {
+    match r {
+        GiveUpReason::NoUsableKey => "key",
+        GiveUpReason::RateLimited { .. } | GiveUpReason::HintTooLong { .. } => "throttle",
+        GiveUpReason::NotRetryable | GiveUpReason::Cancelled => "request",
+        _ => "endpoint",
+    }
+}
+
+/// How one line ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The response body.
+    Ok(Value),
+    /// Why it failed.
+    Failed(ErrorInfo),
+}
+
+/// One finished line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The line's id.
+    pub id: String,
+    /// Its ending.
+    pub ending: Ending,
+    /// Attempts made (0 for bad input).
+    pub attempts: u32,
+    /// The original request, kept for the dead-letter file when the line failed.
+    pub request: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct OutLine<'a> {
+    id: &'a str,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorInfo>,
+    attempts: u32,
+}
+
+#[derive(Serialize)]
+struct DeadLine<'a> {
+    id: &'a str,
+    request: &'a Value,
+    error: &'a ErrorInfo,
+}
+
+/// What the start-up reconciliation reads back from an output or journal line.
+#[derive(Debug, Deserialize)]
+pub struct Head {
+    /// The line's id.
+    pub id: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+}
+
+/// What the start-up reconciliation reads back from a dead-letter line.
+#[derive(Debug, Deserialize)]
+pub struct IdOnly {
+    /// The line's id.
+    pub id: String,
+}
+
+fn push_json<T: Serialize>(buf: &mut Vec<u8>, v: &T) {
+    // Serialising these shapes into memory cannot fail (string keys, finite numbers).
+    if serde_json::to_writer(&mut *buf, v).is_ok() {
+        buf.push(b'\n');
+    }
+}
+
+impl Finished {
+    /// Whether the line succeeded.
+    pub fn ok(&self) -> bool {
+        matches!(self.ending, Ending::Ok(_))
+    }
+
+    /// The error, when it failed.
+    pub fn error(&self) -> Option<&ErrorInfo> {
+        match &self.ending {
+            Ending::Failed(e) => Some(e),
+            Ending::Ok(_) => None,
+        }
+    }
+
+    /// Appends its output line to `buf`.
+    pub fn write_output(&self, buf: &mut Vec<u8>) {
+        let (response, error) = match &self.ending {
+            Ending::Ok(v) => (Some(v), None),
+            Ending::Failed(e) => (None, Some(e)),
+        };
+        push_json(
+            buf,
+            &OutLine {
+                id: &self.id,
+                ok: response.is_some(),
+                response,
+                error,
+                attempts: self.attempts,
+            },
+        );
+    }
+
+    /// Appends its journal line to `buf`.
+    pub fn write_journal(&self, buf: &mut Vec<u8>) {
+        journal_line(buf, &self.id, self.ok());
+    }
+
+    /// Appends its dead-letter line to `buf` when it failed (`null` request when the
+    /// line had none).
+    pub fn write_dead_letter(&self, buf: &mut Vec<u8>) {
+        if let Ending::Failed(e) = &self.ending {
+            dead_letter_line(buf, &self.id, self.request.as_ref(), e);
+        }
+    }
+}
+
+/// A finished line, serialised where it finished (on the runtime's workers), ready for
+/// the writer: it only concatenates bytes, and no response crosses a thread as a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// The line's id.
+    pub id: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Class and scope, when it failed.
+    pub failure: Option<(String, String)>,
+    /// Its output line.
+    pub output: Vec<u8>,
+    /// Its dead-letter line (empty unless it failed and dead letters are kept).
+    pub dead: Vec<u8>,
+}
+
+impl Finished {
+    /// Serialises the line; `dead_letters` says whether a failure's dead-letter line
+    /// is wanted.
+    pub fn encode(self, dead_letters: bool) -> Encoded {
+        let mut output = Vec::with_capacity(256);
+        self.write_output(&mut output);
+        let mut dead = Vec::new();
+        if dead_letters {
+            self.write_dead_letter(&mut dead);
+        }
+        let failure = self.error().map(|e| (e.class.clone(), e.scope.clone()));
+        Encoded {
+            ok: failure.is_none(),
+            id: self.id,
+            attempts: self.attempts,
+            failure,
+            output,
+            dead,
+        }
+    }
+}
+
+/// Appends a journal line.
+pub fn journal_line(buf: &mut Vec<u8>, id: &str, ok: bool) {
+    #[derive(Serialize)]
+    struct J<'a> {
+        id: &'a str,
+        ok: bool,
+    }
+    push_json(buf, &J { id, ok });
+}
+
+/// Appends a dead-letter line.
+pub fn dead_letter_line(buf: &mut Vec<u8>, id: &str, request: Option<&Value>, e: &ErrorInfo) {
+    let null = Value::Null;
+    push_json(
+        buf,
+        &DeadLine {
+            id,
+            request: request.unwrap_or(&null),
+            error: e,
+        },
+    );
+}
+
+/// A request map as a JSON value.
+pub fn request_value(m: Map<String, Value>) -> Value {
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_have_the_documented_shape() {
+        let ok = Finished {
+            id: "a".into(),
+            ending: Ending::Ok(serde_json::json!({"x": 1})),
+            attempts: 2,
+            request: None,
+        };
+        let mut buf = Vec::new();
+        ok.write_output(&mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "{\"id\":\"a\",\"ok\":true,\"response\":{\"x\":1},\"attempts\":2}\n"
+        );
+        let bad = Finished {
+            id: "b".into(),
+            ending: Ending::Failed(ErrorInfo::bad_input("7: missing \"request\"".into())),
+            attempts: 0,
+            request: None,
+        };
+        let mut buf = Vec::new();
+        bad.write_output(&mut buf);
+        bad.write_journal(&mut buf);
+        bad.write_dead_letter(&mut buf);
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "{\"id\":\"b\",\"ok\":false,\"error\":{\"class\":\"bad_input\",\"scope\":\"request\",\
+             \"status\":null,\"message\":\"7: missing \\\"request\\\"\"},\"attempts\":0}"
+        );
+        assert_eq!(lines[1], "{\"id\":\"b\",\"ok\":false}");
+        assert!(lines[2].starts_with("{\"id\":\"b\",\"request\":null,\"error\":{"));
+        let head: Head = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!((head.id.as_str(), head.ok), ("b", false));
+    }
+
+    #[test]
+    fn names_are_snake_case() {
+        assert_eq!(class_name(Class::RateLimited), "rate_limited");
+        assert_eq!(scope_name(Scope::Throttle), "throttle");
+        assert_eq!(
+            reason_name(&GiveUpReason::HintTooLong {
+                hint: core::time::Duration::from_secs(30)
+            }),
+            "hint_too_long"
+        );
+    }
+}

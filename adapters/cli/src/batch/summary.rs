@@ -1,0 +1,199 @@
+//! What a batch did: counted by the writer as lines become durable, printed as a table
+//! on stderr at the end.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use steadfast_core::duration::Human;
+use steadfast_reqwest::MetricsSnapshot;
+
+use super::record::Encoded;
+
+/// Counts of finished lines.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Lines that succeeded.
+    pub ok: u64,
+    /// Lines that failed, by (class, scope).
+    pub failed: BTreeMap<(String, String), u64>,
+    /// Lines without a usable id (reported on stderr only).
+    pub no_id: u64,
+    /// Repeated ids (reported on stderr only; the first line with the id counts).
+    pub duplicates: u64,
+    /// Lines an earlier run had finished.
+    pub skipped: u64,
+    /// Attempts of the lines finished in this run.
+    pub attempts: u64,
+    /// Per line that ran: its time from the first attempt to its end, in microseconds.
+    latencies_us: Vec<u32>,
+}
+
+impl Tally {
+    /// Counts a line written to the output.
+    pub fn on_finished(&mut self, f: &Encoded, latency: Option<Duration>) {
+        self.attempts += u64::from(f.attempts);
+        match &f.failure {
+            None => self.ok += 1,
+            Some(key) => match self.failed.get_mut(key) {
+                Some(n) => *n += 1,
+                None => {
+                    self.failed.insert(key.clone(), 1);
+                }
+            },
+        }
+        if let Some(l) = latency {
+            self.latencies_us
+                .push(u32::try_from(l.as_micros()).unwrap_or(u32::MAX));
+        }
+    }
+
+    /// Lines that failed, all classes.
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
+
+    /// Lines finished in this run (written to the output).
+    pub fn finished(&self) -> u64 {
+        self.ok + self.failed_total()
+    }
+
+    /// The latency percentiles p50, p95, p99 (nearest rank), when any line ran.
+    pub fn percentiles(&mut self) -> Option<[Duration; 3]> {
+        if self.latencies_us.is_empty() {
+            return None;
+        }
+        self.latencies_us.sort_unstable();
+        let n = self.latencies_us.len();
+        let at = |p: f64| {
+            let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+            let us = self.latencies_us.get(rank - 1).copied().unwrap_or(0);
+            Duration::from_micros(u64::from(us))
+        };
+        Some([at(0.50), at(0.95), at(0.99)])
+    }
+}
+
+/// A whole run's figures.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The lines.
+    pub tally: Tally,
+    /// The client's counters.
+    pub metrics: MetricsSnapshot,
+    /// From start to end.
+    pub wall: Duration,
+    /// Whether a signal stopped the run early.
+    pub interrupted: bool,
+}
+
+fn short(d: Duration) -> String {
+    // Milliseconds are enough for a person; Human keeps sub-ms values readable.
+    let rounded = if d >= Duration::from_millis(10) {
+        Duration::from_millis(d.as_millis() as u64)
+    } else {
+        Duration::from_micros(d.as_micros() as u64)
+    };
+    Human(rounded).to_string()
+}
+
+impl Summary {
+    /// The table printed on stderr.
+    pub fn render(&mut self) -> String {
+        let t = &mut self.tally;
+        let m = &self.metrics;
+        let secs = self.wall.as_secs_f64().max(1e-9);
+        let mut s = String::new();
+        let head = if self.interrupted {
+            "steadfast batch: interrupted"
+        } else {
+            "steadfast batch: done"
+        };
+        let _ = writeln!(
+            s,
+            "{head}: {} lines in {} ({:.1} lines/s)",
+            t.finished(),
+            short(self.wall),
+            t.finished() as f64 / secs
+        );
+        let row = |s: &mut String, k: &str, v: String| {
+            let _ = writeln!(s, "  {k:<28}{v:>12}");
+        };
+        row(&mut s, "ok", t.ok.to_string());
+        row(&mut s, "failed", t.failed_total().to_string());
+        for ((class, scope), n) in &t.failed {
+            row(&mut s, &format!("  {class} ({scope})"), n.to_string());
+        }
+        if t.no_id > 0 {
+            row(&mut s, "bad lines without an id", t.no_id.to_string());
+        }
+        if t.duplicates > 0 {
+            row(&mut s, "repeated ids (skipped)", t.duplicates.to_string());
+        }
+        if t.skipped > 0 {
+            row(&mut s, "done by an earlier run", t.skipped.to_string());
+        }
+        row(&mut s, "attempts", m.attempts.to_string());
+        row(&mut s, "retries", m.retries.to_string());
+        row(&mut s, "breaker trips", m.breaker_opened.to_string());
+        row(
+            &mut s,
+            "key rotations",
+            format!(
+                "{} ({} cooled, {} disabled)",
+                m.keys_cooled + m.keys_disabled,
+                m.keys_cooled,
+                m.keys_disabled
+            ),
+        );
+        if m.failovers > 0 {
+            row(&mut s, "failovers", m.failovers.to_string());
+        }
+        let lat = match t.percentiles() {
+            Some([a, b, c]) => format!("{} / {} / {}", short(a), short(b), short(c)),
+            None => "-".to_owned(),
+        };
+        row(&mut s, "latency p50 / p95 / p99", lat);
+        row(&mut s, "wall time", short(self.wall));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::record::{Ending, ErrorInfo, Finished};
+
+    #[test]
+    fn counts_and_percentiles() {
+        let mut t = Tally::default();
+        for i in 1..=100u64 {
+            let f = Finished {
+                id: i.to_string(),
+                ending: if i % 10 == 0 {
+                    Ending::Failed(ErrorInfo::bad_input("x".into()))
+                } else {
+                    Ending::Ok(serde_json::Value::Null)
+                },
+                attempts: 2,
+                request: None,
+            };
+            t.on_finished(&f.encode(false), Some(Duration::from_millis(i)));
+        }
+        assert_eq!((t.ok, t.failed_total(), t.attempts), (90, 10, 200));
+        let [p50, p95, p99] = t.percentiles().unwrap();
+        assert_eq!(p50, Duration::from_millis(50));
+        assert_eq!(p95, Duration::from_millis(95));
+        assert_eq!(p99, Duration::from_millis(99));
+        let mut s = Summary {
+            tally: t,
+            metrics: MetricsSnapshot::default(),
+            wall: Duration::from_millis(1500),
+            interrupted: false,
+        };
+        let text = s.render();
+        assert!(text.contains("100 lines in 1.5s"), "{text}");
+        assert!(text.contains("bad_input (request)"), "{text}");
+        assert!(text.contains("50ms / 95ms / 99ms"), "{text}");
+    }
+}

@@ -1,0 +1,13 @@
+//! The library behind the `steadfast` command: the subcommands (`batch`, `mock`,
+//! `sim`), the batch runner, its input parser and its durable files.
+//!
+//! [`input::parse_line`] is the pure JSONL line reader `steadfast batch` uses; fuzz
+//! targets call it directly.
+
+#![forbid(unsafe_code)]
+
+pub mod batch;
+pub mod cli;
+pub mod config;
+pub mod input;
+pub mod signal;

@@ -1,0 +1,305 @@
+//! Bad input, bad arguments and configuration, failover between endpoints, long server
+//! hints, dead letters and stdout output.
+
+mod support;
+
+use support::*;
+
+#[test]
+fn bad_lines_are_named_and_good_lines_still_run() {
+    let tmp = Tmp::new("badinput");
+    let s = server(Scenario::Ok, 1, |_| {});
+    let good = |id: &str| format!("{{\"id\":\"{id}\",\"request\":{{\"messages\":[]}}}}\n");
+    let mut text = String::new();
+    text += &good("g-1"); // 1
+    text += "{\"id\": \"broken\", \"request\": {\n"; // 2: not JSON
+    text += "{\"request\":{}}\n"; // 3: no id
+    text += &good("g-1"); // 4: repeated id
+    text += "{\"id\":\"no-request\"}\n"; // 5
+    text += "\n"; // 6: blank, ignored
+    text += "{\"id\":\"str-request\",\"request\":\"hello\"}\n"; // 7
+    text += "[1,2]\n"; // 8
+    text += &good("g-2"); // 9
+    let input = tmp.write("input.jsonl", &text);
+    let dead = tmp.p("dead.jsonl");
+    let out = tmp.p("out.jsonl");
+    let args = [
+        "--input",
+        input.as_str(),
+        "--output",
+        &out,
+        "--dead-letter",
+        &dead,
+    ];
+    let run = batch_at(&s.base_url(), &args).ok();
+    let e = &run.stderr;
+    for needle in [
+        "input.jsonl:2: not JSON",
+        "input.jsonl:3: missing \"id\"",
+        "input.jsonl:4: id \"g-1\" was used by an earlier line",
+        "input.jsonl:5: missing \"request\"",
+        "input.jsonl:7: \"request\" must be a JSON object",
+        "input.jsonl:8: not a JSON object",
+    ] {
+        assert!(e.contains(needle), "no `{needle}` in:\n{e}");
+    }
+    let r = results(&tmp.path("out.jsonl"));
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert_eq!(r["g-1"]["ok"], true);
+    assert_eq!(r["g-2"]["ok"], true);
+    for id in ["no-request", "str-request"] {
+        let l = &r[id];
+        assert_eq!(l["ok"], false);
+        assert_eq!(l["error"]["class"], "bad_input");
+        assert_eq!(l["error"]["scope"], "request");
+        assert!(l["error"]["status"].is_null());
+        assert_eq!(l["attempts"], 0);
+    }
+    assert!(
+        r["no-request"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("input.jsonl:5: missing \"request\"")
+    );
+    // Dead letters keep what the line had, ready to fix and resubmit.
+    let dl = tmp.read("dead.jsonl");
+    assert_eq!(dl.lines().count(), 2, "{dl}");
+    assert!(dl.contains("{\"id\":\"str-request\",\"request\":\"hello\",\"error\":{"));
+    assert_eq!(summary_figure(e, "bad lines without an id"), 3);
+    assert_eq!(summary_figure(e, "repeated ids (skipped)"), 1);
+    // A rerun adds nothing and loses nothing.
+    let before = tmp.read("out.jsonl");
+    batch_at(&s.base_url(), &args).ok();
+    assert_eq!(tmp.read("out.jsonl"), before);
+    assert_eq!(tmp.read("dead.jsonl"), dl);
+    assert_eq!(s.stats().processed, 2);
+}
+
+fn fails(args: &[&str], env: &[(&str, &str)], needle: &str) {
+    let run = steadfast(args, env);
+    assert_eq!(run.code, Some(2), "exit code for {args:?}\n{}", run.stderr);
+    assert!(
+        run.stderr.contains(needle),
+        "no `{needle}` in:\n{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn bad_arguments_and_configuration_exit_2_naming_the_problem() {
+    let tmp = Tmp::new("badargs");
+    let input = tmp.write("in.jsonl", &prompts("x", 2));
+    let i = input.as_str();
+    fails(
+        &["batch", "--input", i, "--provider", "azure"],
+        &[],
+        "azure",
+    );
+    fails(&["batch", "--input", i], &[], "OPENAI_API_KEY");
+    fails(
+        &[
+            "batch",
+            "--input",
+            i,
+            "--provider",
+            "anthropic",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ],
+        &[],
+        "ANTHROPIC_API_KEY",
+    );
+    fails(
+        &[
+            "batch",
+            "--input",
+            i,
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--api-key-env",
+            "NOPE_VAR",
+        ],
+        &[],
+        "--api-key-env NOPE_VAR: the environment variable is not set",
+    );
+    let missing = tmp.p("missing.toml");
+    fails(
+        &["batch", "--input", i, "--mock", "ok", "--config", &missing],
+        &[],
+        "missing.toml",
+    );
+    let bad = tmp.write("bad.toml", "[retry]\nmax_atempts = 3\n");
+    fails(
+        &["batch", "--input", i, "--mock", "ok", "--config", &bad],
+        &[],
+        "max_atempts",
+    );
+    let ep = tmp.write(
+        "ep.toml",
+        "[[endpoint]]\nbase_url = \"http://127.0.0.1:9\"\nkeys_env = [\"UNSET_VAR_1\"]\n",
+    );
+    fails(
+        &["batch", "--input", i, "--config", &ep],
+        &[],
+        "endpoint 1: keys_env: environment variable UNSET_VAR_1 is not set",
+    );
+    let ep2 = tmp.write(
+        "ep2.toml",
+        "[[endpoint]]\nbase_url = \"http://x\"\nprovider = \"azure\"\nkeys_env = [\"A\"]\n",
+    );
+    fails(
+        &["batch", "--input", i, "--config", &ep2],
+        &[],
+        "endpoint 1: unknown variant `azure`",
+    );
+    fails(
+        &["batch", "--input", i, "--mock", "nosuch"],
+        &[],
+        "unknown scenario `nosuch`",
+    );
+    fails(
+        &["batch", "--input", &tmp.p("none.jsonl"), "--mock", "ok"],
+        &[],
+        "none.jsonl",
+    );
+    fails(
+        &["batch", "--input", i, "--mock", "ok", "--timeout", "soon"],
+        &[],
+        "not a duration",
+    );
+    fails(
+        &["batch", "--input", i, "--mock", "ok", "--output", i],
+        &[],
+        "name the same file",
+    );
+}
+
+#[test]
+fn with_the_first_endpoint_down_every_line_succeeds_on_the_second() {
+    let tmp = Tmp::new("failover");
+    // Endpoint 1: nothing listens on this port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    // Endpoint 2: in an outage that never ends.
+    let down = server(Scenario::Ok, 1, |_| {});
+    down.set_down(true);
+    let good = server(Scenario::Ok, 2, |_| {});
+    let config = format!(
+        "{FAST}\
+         [[endpoint]]\npriority = 0\nbase_url = \"http://127.0.0.1:{dead_port}\"\nkeys_env = [\"K1\"]\n\
+         [[endpoint]]\npriority = 1\nbase_url = \"{}/v1\"\nkeys_env = [\"K1\"]\n\
+         [[endpoint]]\npriority = 2\nbase_url = \"{}/v1/\"\nkeys_env = [\"K2\"]\n",
+        down.base_url(),
+        good.base_url()
+    );
+    let config = tmp.write("two.toml", &config);
+    let input = tmp.write("in.jsonl", &prompts("f", 30));
+    let out = tmp.p("out.jsonl");
+    let run = steadfast(
+        &[
+            "batch", "--input", &input, "--output", &out, "--config", &config, "--seed", "3",
+        ],
+        &[("K1", "sk-one"), ("K2", "sk-two")],
+    )
+    .ok();
+    all_ok(&tmp.path("out.jsonl"), "f", 30);
+    assert_eq!(good.stats().processed, 30);
+    assert!(
+        down.stats().total_requests > 0,
+        "the outage endpoint was tried"
+    );
+    assert!(
+        summary_figure(&run.stderr, "failovers") > 0,
+        "{}",
+        run.stderr
+    );
+    at_most_once(&good, "f", 30);
+}
+
+#[test]
+fn a_retry_after_past_the_maximum_ends_the_line_at_once() {
+    let tmp = Tmp::new("maxhint");
+    let s = server(Scenario::Ok, 1, |c| {
+        c.script = vec![Fault::status_retry_after(429, "30")];
+    });
+    let input = tmp.write("in.jsonl", &prompts("h", 1));
+    let out = tmp.p("out.jsonl");
+    batch_at(
+        &s.base_url(),
+        &[
+            "--input",
+            &input,
+            "--output",
+            &out,
+            "--max-retry-after",
+            "1s",
+        ],
+    )
+    .ok();
+    let r = results(&tmp.path("out.jsonl"));
+    let l = &r["h-1"];
+    assert_eq!(l["ok"], false, "{l}");
+    assert_eq!(l["attempts"], 1);
+    assert_eq!(l["error"]["status"], 429);
+    assert_eq!(l["error"]["scope"], "throttle");
+    assert_eq!(l["error"]["reason"], "hint_too_long");
+    let msg = l["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("server asked to wait 30s"), "{msg}");
+    assert_eq!(s.stats().total_requests, 1);
+}
+
+#[test]
+fn dead_letters_resubmit_as_input() {
+    let tmp = Tmp::new("deadletter");
+    let s = server(Scenario::Auth, 1, |_| {});
+    let input = tmp.write("in.jsonl", &prompts("d", 12));
+    let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
+    let base = s.base_url();
+    let common = ["batch", "--base-url", base.as_str(), "--api-key-env", "K"];
+    let mut first = common.to_vec();
+    first.extend_from_slice(&["--input", &input, "--output", &out, "--dead-letter", &dead]);
+    steadfast(&first, &[("K", "sk-revoked-1")]).ok();
+    let r = results(&tmp.path("out.jsonl"));
+    assert!(
+        r.values()
+            .all(|l| l["ok"] == false && l["error"]["scope"] == "key")
+    );
+    assert_eq!(tmp.read("dead.jsonl").lines().count(), 12);
+    // The dead-letter file is an input as it is; with a good key every line succeeds.
+    let out2 = tmp.p("out2.jsonl");
+    let mut second = common.to_vec();
+    second.extend_from_slice(&["--input", &dead, "--output", &out2]);
+    steadfast(&second, &[("K", "sk-fine-2")]).ok();
+    all_ok(&tmp.path("out2.jsonl"), "d", 12);
+}
+
+#[test]
+fn output_to_stdout_with_a_journal_resumes_too() {
+    let tmp = Tmp::new("stdout");
+    let s = server(Scenario::Ok, 1, |_| {});
+    let input = tmp.write("in.jsonl", &prompts("o", 8));
+    let journal = tmp.p("j");
+    let args = [
+        "--input",
+        input.as_str(),
+        "--output",
+        "-",
+        "--journal",
+        &journal,
+        "-q",
+    ];
+    let run = batch_at(&s.base_url(), &args).ok();
+    let lines: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON on stdout"))
+        .collect();
+    assert_eq!(lines.len(), 8);
+    assert!(lines.iter().all(|l| l["ok"] == true));
+    assert!(!tmp.path("in.jsonl.out.jsonl").exists());
+    let again = batch_at(&s.base_url(), &args).ok();
+    assert!(again.stdout.is_empty());
+    assert_eq!(s.stats().total_requests, 8);
+}
