@@ -208,7 +208,10 @@ impl<const SELECT: bool> Workload for PoolWorkload<SELECT> {
         self.now += 1_000;
         let now = Timestamp::from_nanos(self.now);
         if SELECT {
-            selection_code(self.pool.select(now, |e| black_box(e).endpoint.0 < u16::MAX))
+            selection_code(
+                self.pool
+                    .select(now, |e| black_box(e).endpoint.0 < u16::MAX),
+            )
         } else {
             pick_code(self.pool.pick_key(now, EndpointId(0)))
         }

@@ -257,9 +257,9 @@ impl Blocked {
         }
     }
 
-    fn verdict(self, hold_on_breaker: bool) -> Admit {
+    fn verdict(self, hold: bool) -> Admit {
         match self.wait {
-            Some((until, WaitCause::Breaker)) if !hold_on_breaker => {
+            Some((until, WaitCause::Breaker)) if !hold => {
                 Admit::Refuse(GiveUpReason::BreakerOpen { until })
             }
             Some((at, cause)) => Admit::NotBefore(at, cause),
@@ -306,7 +306,11 @@ impl Gate for Engine {
                 return false;
             }
             if charged(endpoint) && !s.budget.can_withdraw(now) {
-                blocked.budget_spent = true;
+                // A holding call waits for the budget's floor to grant its next retry.
+                match s.budget.available_at(now).filter(|_| query.hold) {
+                    Some(at) => blocked.note(at, WaitCause::Budget),
+                    None => blocked.budget_spent = true,
+                }
                 return false;
             }
             match s.limiter.check(now, query.tokens) {
@@ -329,9 +333,9 @@ impl Gate for Engine {
             Selection::Picked(target) => target,
             Selection::CoolingUntil(at) => {
                 blocked.note(at, WaitCause::Hint(at.saturating_duration_since(now)));
-                return blocked.verdict(query.hold_on_breaker);
+                return blocked.verdict(query.hold);
             }
-            Selection::Unavailable => return blocked.verdict(query.hold_on_breaker),
+            Selection::Unavailable => return blocked.verdict(query.hold),
         };
         let Some(s) = self.endpoints.get_mut(usize::from(target.endpoint.0)) else {
             return Admit::Refuse(GiveUpReason::NoUsableKey);

@@ -131,14 +131,14 @@ impl Policy {
 
     /// Nobody is waiting: 10 attempts within 15 min, 2 min per attempt, server hints up
     /// to 5 min, backoff from 1 s up to 60 s, and a call holds while every breaker is
-    /// open (an outage of seconds is waited out, not failed).
+    /// open or the retry budget is spent (an outage of seconds is waited out, not failed).
     pub fn batch() -> Policy {
         let mut p = Policy::default();
         p.retry.max_attempts = 10;
         p.retry.deadline = Some(secs(15 * 60));
         p.retry.attempt_timeout = secs(120);
         p.retry.max_retry_after = secs(5 * 60);
-        p.retry.hold_on_breaker = true;
+        p.retry.hold = true;
         p.backoff.base = secs(1);
         p.backoff.cap = secs(60);
         p

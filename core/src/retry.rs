@@ -374,12 +374,17 @@ impl Call {
             attempt: self.attempts.saturating_add(1),
             avoid,
             tokens: self.tokens,
-            hold_on_breaker: self.config.hold_on_breaker,
+            hold: self.config.hold,
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
             // A key cooling down for longer than this call may wait is a hint too long.
-            Admit::NotBefore(_, WaitCause::Hint(hint)) if hint > self.config.max_retry_after => {
+            Admit::NotBefore(_, WaitCause::Hint(left)) if left > self.config.max_retry_after => {
+                // Report what the server said, not what is left of the key's cool-down.
+                let hint = match avoid.map(|a| a.cause) {
+                    Some(WaitCause::Hint(told)) if told >= left => told,
+                    _ => left,
+                };
                 Decision::Done(self.finish(now, GiveUpReason::HintTooLong { hint }))
             }
             // Calls waiting on a key cooled by another call's hint spread out as if each
@@ -395,6 +400,7 @@ impl Call {
                 let reason = match cause {
                     WaitCause::Hint(hint) => GiveUpReason::HintTooLong { hint },
                     WaitCause::Breaker => GiveUpReason::BreakerOpen { until: at },
+                    WaitCause::Budget => GiveUpReason::BudgetExhausted,
                     WaitCause::RateLimit | WaitCause::Busy => {
                         GiveUpReason::RateLimited { until: at }
                     }

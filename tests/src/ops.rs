@@ -63,8 +63,8 @@ pub struct Setup {
     pub max_attempts: Option<u32>,
     /// Overrides `retry.idempotent`.
     pub idempotent: Option<bool>,
-    /// Overrides `retry.hold_on_breaker`.
-    pub hold_on_breaker: Option<bool>,
+    /// Overrides `retry.hold`.
+    pub hold: Option<bool>,
     /// Overrides `retry.max_retry_after`, in seconds (1–600).
     #[arbitrary(with = opt_range::<1, 600>)]
     pub max_retry_after_secs: Option<u32>,
@@ -209,8 +209,8 @@ impl Setup {
         if let Some(b) = self.idempotent {
             p.retry.idempotent = b;
         }
-        if let Some(b) = self.hold_on_breaker {
-            p.retry.hold_on_breaker = b;
+        if let Some(b) = self.hold {
+            p.retry.hold = b;
         }
         if let Some(s) = self.max_retry_after_secs {
             p.retry.max_retry_after = Duration::from_secs(u64::from(s));
@@ -440,7 +440,7 @@ pub struct CallRules {
     /// Whether a failure after sending may be retried.
     pub idempotent: bool,
     /// Whether to wait out open breakers.
-    pub hold_on_breaker: bool,
+    pub hold: bool,
     /// A stream: a first-event timeout of this many seconds (1–30).
     #[arbitrary(with = opt_range::<1, 30>)]
     pub stream_secs: Option<u32>,
@@ -458,7 +458,7 @@ impl CallRules {
             .deadline_secs
             .map(|s| Duration::from_secs(u64::from(s)));
         r.idempotent = self.idempotent;
-        r.hold_on_breaker = self.hold_on_breaker;
+        r.hold = self.hold;
         r.first_event_timeout = self.stream_secs.map(|s| Duration::from_secs(u64::from(s)));
         r.attempt_timeout = Duration::from_secs(u64::from(self.attempt_secs));
         r

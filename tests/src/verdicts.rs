@@ -55,7 +55,7 @@ pub(crate) fn check(
     let unsafe_retry = last.is_some_and(|f| f.after_send) && !slot.rules.idempotent;
     let max = slot.rules.max_attempts;
     let deadline = slot.call.deadline();
-    let hold = slot.rules.hold_on_breaker;
+    let hold = slot.rules.hold;
     let ok = match g.reason {
         GiveUpReason::Cancelled => slot.cancelled || slot.delivered_cancel,
         GiveUpReason::NotRetryable => admit.is_none() && !retryable && !slot.delivered_cancel,
@@ -86,9 +86,12 @@ pub(crate) fn check(
             _ => false,
         }),
         GiveUpReason::BudgetExhausted => admit.is_some_and(|a| {
-            a.answer == Admit::Refuse(GiveUpReason::BudgetExhausted)
-                && a.query.attempt > 1
-                && h.engine.policy().budget.enabled
+            let spent = match a.answer {
+                Admit::Refuse(GiveUpReason::BudgetExhausted) => true,
+                Admit::NotBefore(at, WaitCause::Budget) => a.query.hold && at >= deadline,
+                _ => false,
+            };
+            spent && a.query.attempt > 1 && h.engine.policy().budget.enabled
         }),
         GiveUpReason::NoUsableKey => admit.is_some_and(|a| {
             a.answer == Admit::Refuse(GiveUpReason::NoUsableKey)

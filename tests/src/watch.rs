@@ -119,7 +119,7 @@ impl Watched<'_> {
 
     fn check_grant(&mut self, record: &AdmitRecord, now: Timestamp) {
         if let Admit::NotBefore(until, WaitCause::Breaker) = record.answer
-            && !record.query.hold_on_breaker
+            && !record.query.hold
         {
             self.broke(
                 Invariant::BreakerHold,

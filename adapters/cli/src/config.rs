@@ -173,7 +173,7 @@ mod tests {
         let mut want = Policy::batch();
         want.retry.max_attempts = 3;
         assert_eq!(p, want);
-        assert!(p.retry.hold_on_breaker, "the preset's other fields stay");
+        assert!(p.retry.hold, "the preset's other fields stay");
         assert_eq!(p.backoff.base, Duration::from_secs(1));
     }
 

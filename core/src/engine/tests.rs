@@ -278,8 +278,8 @@ fn an_open_breaker_fails_fast_or_holds_as_configured() {
         ),
         f => panic!("{f:?}"),
     }
-    // With hold_on_breaker, a call waits out a short outage instead.
-    p.retry.hold_on_breaker = true;
+    // With hold, a call waits out a short outage instead.
+    p.retry.hold = true;
     p.retry.max_attempts = 10;
     let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
     let mut d = Driver::new(

@@ -15,7 +15,7 @@ fn presets_differ_where_they_promise() {
     let (i, b, s) = (Policy::interactive(), Policy::batch(), Policy::streaming());
     assert!(i.retry.deadline < Policy::default().retry.deadline);
     assert!(b.retry.max_attempts > Policy::default().retry.max_attempts);
-    assert!(b.retry.hold_on_breaker);
+    assert!(b.retry.hold);
     assert!(s.retry.first_event_timeout.is_some());
 }
 

@@ -22,7 +22,7 @@ use crate::error::ConfigError;
 /// | `hint_jitter` | 0.1 | a hinted wait grows by up to 10 % so clients told the same instant spread out |
 /// | `hint_jitter_max` | 1 s | but by no more than this |
 /// | `idempotent` | true | every attempt carries the call's `Idempotency-Key`, so a failure after sending may be retried |
-/// | `hold_on_breaker` | false | with every breaker open, give up at once (interactive callers fall back) |
+/// | `hold` | false | with every breaker open or the retry budget spent, give up at once (interactive callers fall back) |
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
@@ -58,9 +58,9 @@ pub struct RetryConfig {
     pub hint_jitter_max: Duration,
     /// Whether a failure after the request was sent may be retried.
     pub idempotent: bool,
-    /// With every endpoint's breaker open, wait for the first to half-open (within the
-    /// deadline) instead of giving up at once.
-    pub hold_on_breaker: bool,
+    /// With nothing available — every breaker open, the retry budget spent — wait for
+    /// the first to come back (within the deadline) instead of giving up at once.
+    pub hold: bool,
 }
 
 impl Default for RetryConfig {
@@ -75,7 +75,7 @@ impl Default for RetryConfig {
             hint_jitter: 0.1,
             hint_jitter_max: Duration::from_secs(1),
             idempotent: true,
-            hold_on_breaker: false,
+            hold: false,
         }
     }
 }

@@ -19,8 +19,9 @@ pub struct Query {
     pub avoid: Option<Avoid>,
     /// The call's estimated token cost (for token rate limits).
     pub tokens: u64,
-    /// Whether to wait for an open breaker (instead of giving up at once).
-    pub hold_on_breaker: bool,
+    /// Whether to wait for an open breaker or a spent retry budget (instead of giving
+    /// up at once).
+    pub hold: bool,
 }
 
 /// A target the last failure rules out until an instant: the whole endpoint for an
@@ -57,6 +58,8 @@ pub enum WaitCause {
     Hint(Duration),
     /// An open breaker.
     Breaker,
+    /// A spent retry budget, until its floor grants the next retry.
+    Budget,
     /// The client-side rate limiter.
     RateLimit,
     /// Every slot for calls in flight is taken.

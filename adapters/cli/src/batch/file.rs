@@ -35,25 +35,9 @@ use steadfast_http::{ApiKey, EndpointDef, Provider};
 
 use crate::config::{PolicyFileError, policy_from_toml_based};
 
-/// The policy a preset stands for in `steadfast batch`: the core's, except that the
-/// `batch` preset runs without the retry budget.
-///
-/// The budget refuses a retry at once when it is spent, and the call then gives up
-/// (`budget_exhausted`) even with `hold_on_breaker`: under a 30 % flaky upstream, or
-/// right after an outage, lines would fail that a batch is meant to wait out. A batch
-/// is already paced by its concurrency, its backoff and the breaker it holds on, so it
-/// goes without; `[budget] enabled = true` in a config file brings the budget back.
-pub fn preset_policy(preset: Preset) -> Policy {
-    let mut p = Policy::from(preset);
-    if preset == Preset::Batch {
-        p.budget.enabled = false;
-    }
-    p
-}
-
-/// The default policy of `steadfast batch`: [`preset_policy`] of `batch`.
+/// The default policy of `steadfast batch`: the `batch` preset.
 pub fn default_policy() -> Policy {
-    preset_policy(Preset::Batch)
+    Policy::batch()
 }
 
 /// One `[[endpoint]]` table.
@@ -137,8 +121,8 @@ pub fn from_toml(text: &str) -> Result<BatchFile, FileError> {
     };
     let mut table: toml::Table = toml::from_str(text).map_err(parse)?;
     let Some(raw) = table.remove("endpoint") else {
-        let policy = policy_from_toml_based(text, Preset::Batch, preset_policy)
-            .map_err(FileError::Policy)?;
+        let policy =
+            policy_from_toml_based(text, Preset::Batch, Policy::from).map_err(FileError::Policy)?;
         return Ok(BatchFile {
             policy,
             endpoints: Vec::new(),
@@ -172,7 +156,7 @@ pub fn from_toml(text: &str) -> Result<BatchFile, FileError> {
     } else {
         blanked
     };
-    let policy = policy_from_toml_based(&policy_text, Preset::Batch, preset_policy)
+    let policy = policy_from_toml_based(&policy_text, Preset::Batch, Policy::from)
         .map_err(FileError::Policy)?;
     Ok(BatchFile { policy, endpoints })
 }
@@ -281,7 +265,7 @@ mod tests {
     fn no_endpoints_and_other_presets() {
         let f = from_toml("").unwrap();
         assert_eq!(f.policy, default_policy());
-        assert!(!f.policy.budget.enabled && f.policy.retry.hold_on_breaker);
+        assert!(f.policy.budget.enabled && f.policy.retry.hold);
         assert!(f.endpoints.is_empty());
         let f = from_toml("preset = \"batch\"\n[budget]\nenabled = true\n").unwrap();
         assert_eq!(f.policy, Policy::batch());

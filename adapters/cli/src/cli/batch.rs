@@ -101,8 +101,8 @@ Each input id gets exactly one output line, {\"id\",\"ok\":true,\"response\",\"a
 across crashes: rerun the same command to finish an interrupted batch. Every attempt of a \
 line carries the Idempotency-Key derived from its id.
 
-The policy starts from the `batch` preset (without its retry budget, which would fail \
-lines a batch is meant to wait out; `[budget] enabled = true` brings it back). A --config \
+The policy starts from the `batch` preset: lines hold while every breaker is open or \
+the retry budget is spent, and wait out rate limits as told, within --deadline. A --config \
 file may name another preset, change any policy section and list endpoints:
 
   preset = \"batch\"
@@ -433,7 +433,7 @@ mod tests {
             (p.limiter.requests, p.limiter.tokens),
             (Some(60), Some(1000))
         );
-        assert!(p.retry.hold_on_breaker, "the batch preset underneath");
+        assert!(p.retry.hold, "the batch preset underneath");
         let e = &r.options.endpoints[0];
         assert_eq!((e.keys.len(), e.model.as_deref()), (2, Some("m")));
         assert_eq!(e.url(), "http://h/v1/chat/completions");
