@@ -38,10 +38,12 @@
 #![forbid(unsafe_code)]
 
 pub mod body;
+mod builder;
 mod chain;
 pub mod clock;
 mod endpoint;
 mod error;
+pub mod example;
 mod fallback;
 mod key;
 mod metrics;
@@ -70,3 +72,4 @@ pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
 
 pub use steadfast_core;
+pub use steadfast_core::policy::Policy;

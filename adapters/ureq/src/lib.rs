@@ -59,53 +59,7 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// The policy (default: [`Policy::standard`]).
-    #[must_use]
-    pub fn policy(mut self, policy: impl Into<Policy>) -> Self {
-        self.setup.policy = policy.into();
-        self
-    }
-
-    /// Adds an endpoint (at least one is needed).
-    #[must_use]
-    pub fn endpoint(mut self, endpoint: EndpointDef) -> Self {
-        self.setup.endpoints.push(endpoint);
-        self
-    }
-
-    /// Adds a fallback, tried (after the ones added before it) when a call gives up.
-    #[must_use]
-    pub fn fallback(mut self, fallback: Fallback) -> Self {
-        self.setup.fallbacks.push(fallback);
-        self
-    }
-
-    /// Seeds the RNG (jitter, idempotency keys); by default it is seeded from the OS.
-    #[must_use]
-    pub fn seed(mut self, seed: [u8; 32]) -> Self {
-        self.setup.seed = Some(seed);
-        self
-    }
-
-    /// Seeds the RNG from a `u64` (for tests and reproducible runs).
-    #[must_use]
-    pub fn seed_u64(self, seed: u64) -> Self {
-        let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&seed.to_le_bytes());
-        self.seed(s)
-    }
-
-    /// The largest response body read, in bytes (default [`DEFAULT_MAX_BODY`], 32 MiB).
-    /// A body that announces or reaches more fails its attempt at once, unread, and a
-    /// call that gives up after it carries [`Exceeded::BodyTooLarge`]; for a stream, the
-    /// limit is on an unfinished event and on the text kept. (Response heads are
-    /// limited by ureq: 64 KiB by default and 128 headers, [`Exceeded::HeadTooLarge`]
-    /// past either.)
-    #[must_use]
-    pub fn max_body(mut self, bytes: u64) -> Self {
-        self.setup.max_body = bytes;
-        self
-    }
+    steadfast_http::shared_builder_settings!();
 
     /// Uses this agent (its TLS, proxy and pool settings; timeouts are set per
     /// attempt) instead of a default one. It must not turn HTTP error statuses into errors (`http_status_as_error(false)`),
