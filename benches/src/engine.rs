@@ -2,7 +2,7 @@
 //! hints + pool + breaker + budget + limiter + health + backoff), which no peer
 //! offers as one step.
 //!
-//! The engine runs the default policy over one endpoint with two keys (with a
+//! The engine runs the default policy (with a time window for the breaker) over one endpoint with two keys (with a
 //! fallback endpoint a 503 fails over at once instead of waiting). Every call starts fresh from the shared engine
 //! (drawing its idempotency key from the engine's RNG), as an adapter does.
 //!
@@ -11,7 +11,7 @@
 //!   Wait; then twice `poll_decision` → Send, `on_outcome` with a 200 →
 //!   `poll_decision` → Done. The report divides by three: one round is one new call,
 //!   one attempt granted, one outcome settled, one next decision. A third of the
-//!   calls fail, never two in a row: the breaker (trips at 5 in a row or at half of
+//!   calls fail, never two in a row: the breaker (trips at half of
 //!   the window) stays closed and the state stays bounded.
 //! - *retried call*: per iteration one call that fails with a 503, waits its backoff,
 //!   is retried (the budget pays) and succeeds: Send, Wait, Send, Done. Calls are 5 s
@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use steadfast_core::breaker::Window;
 use steadfast_core::engine::{EndpointSpec, Engine};
 use steadfast_core::outcome::{Outcome, Response};
 use steadfast_core::policy::Policy;
@@ -59,11 +60,15 @@ const LATENCY: Duration = Duration::from_millis(400);
 /// Returned by a step whose decisions were not the expected ones.
 pub const UNEXPECTED: u64 = u64::MAX;
 
-/// The engine of the benchmark: default policy, one endpoint with two keys.
+/// The engine of the benchmark: the default policy with the breaker's failure rate
+/// over a 30 s window instead of the last 50 calls (so the retried-call workload, half
+/// failures at one call every 5 s, never trips it), one endpoint with two keys.
 pub fn engine() -> Engine {
     let endpoints = [EndpointSpec::new(0, 2)];
-    // The default policy and these endpoints are valid; a failure here is a bug.
-    Engine::new(Policy::default(), &endpoints, [7; 32]).unwrap_or_else(|e| {
+    let mut policy = Policy::default();
+    policy.breaker.window = Window::Time(Duration::from_secs(30));
+    // This policy and these endpoints are valid; a failure here is a bug.
+    Engine::new(policy, &endpoints, [7; 32]).unwrap_or_else(|e| {
         panic!("the benchmark engine is valid: {e}");
     })
 }
