@@ -364,7 +364,11 @@ impl Gate for Engine {
             .on_finish(now, report.grant.tokens, report.tokens_used);
         let exhausted =
             report.hints.requests.remaining == Some(0) || report.hints.tokens.remaining == Some(0);
-        if s.single_key || !exhausted {
+        // A window with nothing `remaining` changes nothing (the instant was already
+        // observed by `on_finish`), so a response without rate headers skips the call.
+        let has_windows =
+            report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
+        if has_windows && (s.single_key || !exhausted) {
             s.limiter.on_hints(now, &report.hints);
         }
         let (input, sample) = match report.verdict {
