@@ -10,6 +10,7 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::breaker::{Breaker, BreakerEvent, BreakerInput, Permit};
 use crate::budget::RetryBudget;
 use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
@@ -88,6 +89,8 @@ struct EndpointState {
 /// The shared machines of many concurrent calls. See the module documentation.
 pub struct Engine {
     policy: Policy,
+    /// A fresh backoff for the policy, copied into every call.
+    backoff: Backoff,
     pool: Pool,
     endpoints: Vec<EndpointState>,
     rng: CoreRng,
@@ -126,6 +129,7 @@ impl Engine {
             });
         }
         Ok(Engine {
+            backoff: Backoff::new(policy.backoff),
             policy,
             pool,
             endpoints: states,
@@ -158,7 +162,7 @@ impl Engine {
             Some(id) => IdempotencyKey::from_business_id(id),
             None => IdempotencyKey::random(&mut self.rng),
         };
-        Call::new(now, retry, &self.policy.backoff, key)
+        Call::with_backoff(now, retry, self.backoff, key)
     }
 
     /// The pool, for key states and counts.
