@@ -233,6 +233,19 @@ impl Engine {
         }
     }
 
+    /// [`Engine::drain_events`] after an input that touched only `endpoint`'s machines:
+    /// every input drains, so no other breaker holds an event and the order is the same.
+    fn drain_events_of(&mut self, endpoint: EndpointId) {
+        if let Some(s) = self.endpoints.get_mut(usize::from(endpoint.0)) {
+            while let Some(event) = s.breaker.poll_event() {
+                self.events.push(EngineEvent::Breaker { endpoint, event });
+            }
+        }
+        while let Some(e) = self.pool.poll_event() {
+            self.events.push(EngineEvent::Key(e));
+        }
+    }
+
     /// When a throttled key may serve again: the call's own (jittered) retry instant,
     /// never before the server's hint — and the hint alone when the call will not wait
     /// for it.
@@ -350,7 +363,7 @@ impl Gate for Engine {
         if charged(target.endpoint) {
             let _ = s.budget.try_withdraw(now);
         }
-        self.drain_events();
+        self.drain_events_of(target.endpoint);
         Admit::Go(Grant {
             target,
             probe,
@@ -407,7 +420,7 @@ impl Gate for Engine {
                 .pool
                 .on_key_rejected(now, target, disable_reason(f.class));
         }
-        self.drain_events();
+        self.drain_events_of(target.endpoint);
     }
 }
 
