@@ -147,8 +147,8 @@ impl Engine {
     /// Starts a call under the policy's retry rules. Its idempotency key is derived from
     /// `business_id` when given (stable across processes), else drawn from the RNG.
     pub fn start_call(&mut self, now: Timestamp, business_id: Option<&[u8]>) -> Call {
-        let retry = self.policy.retry;
-        self.start_call_with(now, &retry, business_id)
+        let key = self.call_key(business_id);
+        Call::with_backoff(now, &self.policy.retry, self.backoff, key)
     }
 
     /// Starts a call with its own retry rules (say, an interactive call in a batch engine).
@@ -158,11 +158,15 @@ impl Engine {
         retry: &RetryConfig,
         business_id: Option<&[u8]>,
     ) -> Call {
-        let key = match business_id {
+        let key = self.call_key(business_id);
+        Call::with_backoff(now, retry, self.backoff, key)
+    }
+
+    fn call_key(&mut self, business_id: Option<&[u8]>) -> IdempotencyKey {
+        match business_id {
             Some(id) => IdempotencyKey::from_business_id(id),
             None => IdempotencyKey::random(&mut self.rng),
-        };
-        Call::with_backoff(now, retry, self.backoff, key)
+        }
     }
 
     /// The pool, for key states and counts.
