@@ -10,6 +10,7 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::breaker::{Breaker, BreakerEvent, BreakerInput, Permit};
 use crate::budget::RetryBudget;
 use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
@@ -88,6 +89,8 @@ struct EndpointState {
 /// The shared machines of many concurrent calls. See the module documentation.
 pub struct Engine {
     policy: Policy,
+    /// A fresh backoff for the policy, copied into every call.
+    backoff: Backoff,
     pool: Pool,
     endpoints: Vec<EndpointState>,
     rng: CoreRng,
@@ -126,6 +129,7 @@ impl Engine {
             });
         }
         Ok(Engine {
+            backoff: Backoff::new(policy.backoff),
             policy,
             pool,
             endpoints: states,
@@ -143,8 +147,8 @@ impl Engine {
     /// Starts a call under the policy's retry rules. Its idempotency key is derived from
     /// `business_id` when given (stable across processes), else drawn from the RNG.
     pub fn start_call(&mut self, now: Timestamp, business_id: Option<&[u8]>) -> Call {
-        let retry = self.policy.retry;
-        self.start_call_with(now, &retry, business_id)
+        let key = self.call_key(business_id);
+        Call::with_backoff(now, &self.policy.retry, self.backoff, key)
     }
 
     /// Starts a call with its own retry rules (say, an interactive call in a batch engine).
@@ -154,11 +158,15 @@ impl Engine {
         retry: &RetryConfig,
         business_id: Option<&[u8]>,
     ) -> Call {
-        let key = match business_id {
+        let key = self.call_key(business_id);
+        Call::with_backoff(now, retry, self.backoff, key)
+    }
+
+    fn call_key(&mut self, business_id: Option<&[u8]>) -> IdempotencyKey {
+        match business_id {
             Some(id) => IdempotencyKey::from_business_id(id),
             None => IdempotencyKey::random(&mut self.rng),
-        };
-        Call::new(now, retry, &self.policy.backoff, key)
+        }
     }
 
     /// The pool, for key states and counts.
@@ -221,6 +229,19 @@ impl Engine {
         for (i, s) in self.endpoints.iter_mut().enumerate() {
             while let Some(event) = s.breaker.poll_event() {
                 let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+                self.events.push(EngineEvent::Breaker { endpoint, event });
+            }
+        }
+        while let Some(e) = self.pool.poll_event() {
+            self.events.push(EngineEvent::Key(e));
+        }
+    }
+
+    /// [`Engine::drain_events`] after an input that touched only `endpoint`'s machines:
+    /// every input drains, so no other breaker holds an event and the order is the same.
+    fn drain_events_of(&mut self, endpoint: EndpointId) {
+        if let Some(s) = self.endpoints.get_mut(usize::from(endpoint.0)) {
+            while let Some(event) = s.breaker.poll_event() {
                 self.events.push(EngineEvent::Breaker { endpoint, event });
             }
         }
@@ -346,7 +367,7 @@ impl Gate for Engine {
         if charged(target.endpoint) {
             let _ = s.budget.try_withdraw(now);
         }
-        self.drain_events();
+        self.drain_events_of(target.endpoint);
         Admit::Go(Grant {
             target,
             probe,
@@ -364,7 +385,11 @@ impl Gate for Engine {
             .on_finish(now, report.grant.tokens, report.tokens_used);
         let exhausted =
             report.hints.requests.remaining == Some(0) || report.hints.tokens.remaining == Some(0);
-        if s.single_key || !exhausted {
+        // A window with nothing `remaining` changes nothing (the instant was already
+        // observed by `on_finish`), so a response without rate headers skips the call.
+        let has_windows =
+            report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
+        if has_windows && (s.single_key || !exhausted) {
             s.limiter.on_hints(now, &report.hints);
         }
         let (input, sample) = match report.verdict {
@@ -399,7 +424,7 @@ impl Gate for Engine {
                 .pool
                 .on_key_rejected(now, target, disable_reason(f.class));
         }
-        self.drain_events();
+        self.drain_events_of(target.endpoint);
     }
 }
 

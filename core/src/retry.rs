@@ -207,6 +207,17 @@ impl Call {
         backoff: &BackoffConfig,
         key: IdempotencyKey,
     ) -> Call {
+        Call::with_backoff(now, retry, Backoff::new(*backoff), key)
+    }
+
+    /// [`Call::new`] with a fresh backoff built beforehand, so that a caller starting
+    /// many calls under one config derives it once.
+    pub(crate) fn with_backoff(
+        now: Timestamp,
+        retry: &RetryConfig,
+        backoff: Backoff,
+        key: IdempotencyKey,
+    ) -> Call {
         let mut clock = Monotonic::default();
         let now = clock.observe(now);
         let deadline = retry
@@ -214,7 +225,7 @@ impl Call {
             .map_or(Timestamp::MAX, |d| now.saturating_add(d));
         Call {
             config: *retry,
-            backoff: Backoff::new(*backoff),
+            backoff,
             key,
             tokens: 0,
             deadline,
