@@ -390,12 +390,9 @@ impl Call {
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
             // A key cooling down for longer than this call may wait is a hint too long.
-            Admit::NotBefore(_, WaitCause::Hint(left)) if left > self.config.max_retry_after => {
-                // Report what the server said, not what is left of the key's cool-down.
-                let hint = match avoid.map(|a| a.cause) {
-                    Some(WaitCause::Hint(told)) if told >= left => told,
-                    _ => left,
-                };
+            // The hint reported is what is left of the cool-down, which may come from
+            // another key's answer than this call's last.
+            Admit::NotBefore(_, WaitCause::Hint(hint)) if hint > self.config.max_retry_after => {
                 Decision::Done(self.finish(now, GiveUpReason::HintTooLong { hint }))
             }
             // Calls waiting on a key cooled by another call's hint spread out as if each
