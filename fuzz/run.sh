@@ -35,6 +35,9 @@ if ! cargo +nightly fuzz build >"$scratch/build.log" 2>&1; then
     exit 1
 fi
 failed=()
+# A fixed seed makes the smoke replayable: FUZZ_SEED=N picks another.
+seed="${FUZZ_SEED:-1}"
+echo "libFuzzer seed: $seed"
 printf '%-18s %10s %8s %6s %6s %6s\n' target execs exec/s cov ft corpus
 for t in "${targets[@]}"; do
     mkdir -p "$scratch/$t"
@@ -42,7 +45,7 @@ for t in "${targets[@]}"; do
     set +e
     # -timeout: one input may take this long on a loaded machine before it is a hang.
     cargo +nightly fuzz run "$t" "$scratch/$t" "fuzz/corpus/$t" -- \
-        -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
+        -seed="$seed" -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
         >"$log" 2>&1
     rc=$?
     set -e
