@@ -141,6 +141,24 @@ pub enum GiveUpReason {
     Cancelled,
 }
 
+impl GiveUpReason {
+    /// The reason's name in snake case, as reports and output files spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GiveUpReason::NotRetryable => "not_retryable",
+            GiveUpReason::UnsafeToRetry => "unsafe_to_retry",
+            GiveUpReason::RetriesExhausted => "retries_exhausted",
+            GiveUpReason::DeadlineExceeded => "deadline_exceeded",
+            GiveUpReason::HintTooLong { .. } => "hint_too_long",
+            GiveUpReason::BudgetExhausted => "budget_exhausted",
+            GiveUpReason::BreakerOpen { .. } => "breaker_open",
+            GiveUpReason::NoUsableKey => "no_usable_key",
+            GiveUpReason::RateLimited { .. } => "rate_limited",
+            GiveUpReason::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl core::fmt::Display for GiveUpReason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use steadfast_core::retry::{Finish, GiveUpReason};
+use steadfast_core::retry::Finish;
 use steadfast_tests::harness::{Checks, Harness, Invariant};
 use steadfast_tests::ops::Scenario;
 
@@ -19,11 +19,6 @@ fn bytes(state: &mut u64, len: usize) -> Vec<u8> {
             (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
         })
         .collect()
-}
-
-fn reason_name(r: GiveUpReason) -> String {
-    let s = format!("{r:?}");
-    s.split([' ', '{']).next().unwrap_or("").to_owned()
 }
 
 fn main() {
@@ -49,7 +44,7 @@ fn main() {
                 for f in h.finishes().into_iter().flatten() {
                     let name = match f {
                         Finish::Success { .. } => "Success".to_owned(),
-                        Finish::GaveUp(g) => reason_name(g.reason),
+                        Finish::GaveUp(g) => g.reason.name().to_owned(),
                     };
                     *finishes.entry(name).or_default() += 1;
                 }

@@ -7,7 +7,7 @@ use core::time::Duration;
 use serde::Serialize;
 use steadfast_core::breaker::StateKind;
 use steadfast_core::pool::{DisableReason, PoolEvent};
-use steadfast_core::retry::{Finish, GiveUpReason};
+use steadfast_core::retry::Finish;
 use steadfast_core::time::Timestamp;
 
 use crate::driver::Run;
@@ -151,23 +151,6 @@ pub struct Lane {
     pub buckets: Vec<[u64; 5]>,
 }
 
-/// The snake_case name of a give-up reason.
-pub fn reason_name(r: &GiveUpReason) -> &'static str {
-    match r {
-        GiveUpReason::NotRetryable => "not_retryable",
-        GiveUpReason::UnsafeToRetry => "unsafe_to_retry",
-        GiveUpReason::RetriesExhausted => "retries_exhausted",
-        GiveUpReason::DeadlineExceeded => "deadline_exceeded",
-        GiveUpReason::HintTooLong { .. } => "hint_too_long",
-        GiveUpReason::BudgetExhausted => "budget_exhausted",
-        GiveUpReason::BreakerOpen { .. } => "breaker_open",
-        GiveUpReason::NoUsableKey => "no_usable_key",
-        GiveUpReason::RateLimited { .. } => "rate_limited",
-        GiveUpReason::Cancelled => "cancelled",
-        _ => "other",
-    }
-}
-
 /// The name of a breaker state.
 pub fn state_name(s: StateKind) -> &'static str {
     match s {
@@ -227,9 +210,7 @@ impl Report {
         let mut give_ups = BTreeMap::new();
         for c in &run.calls {
             if let Finish::GaveUp(g) = c.finish {
-                *give_ups
-                    .entry(reason_name(&g.reason).to_string())
-                    .or_insert(0) += 1;
+                *give_ups.entry(g.reason.name().to_string()).or_insert(0) += 1;
             }
         }
         let attempts: u64 = run

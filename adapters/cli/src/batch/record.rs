@@ -50,7 +50,7 @@ impl ErrorInfo {
 
     /// A call that gave up; `redact` removes every configured key from text.
     pub fn from_call(e: &CallError, redact: impl Fn(&str) -> String) -> ErrorInfo {
-        let reason = reason_name(&e.reason);
+        let reason = e.reason.name();
         let (class, scope) = match (e.class, e.scope) {
             (Some(c), Some(s)) => (class_name(c), scope_name(s)),
             _ => (reason.to_owned(), scope_of_reason(&e.reason).to_owned()),
@@ -120,23 +120,6 @@ pub fn class_name(c: Class) -> String {
 /// The scope's name (`request`, `key`, `endpoint`, `throttle`).
 pub fn scope_name(s: Scope) -> String {
     serde_name(s)
-}
-
-/// The give-up reason's name in snake case.
-pub fn reason_name(r: &GiveUpReason) -> &'static str {
-    match r {
-        GiveUpReason::NotRetryable => "not_retryable",
-        GiveUpReason::UnsafeToRetry => "unsafe_to_retry",
-        GiveUpReason::RetriesExhausted => "retries_exhausted",
-        GiveUpReason::DeadlineExceeded => "deadline_exceeded",
-        GiveUpReason::HintTooLong { .. } => "hint_too_long",
-        GiveUpReason::BudgetExhausted => "budget_exhausted",
-        GiveUpReason::BreakerOpen { .. } => "breaker_open",
-        GiveUpReason::NoUsableKey => "no_usable_key",
-        GiveUpReason::RateLimited { .. } => "rate_limited",
-        GiveUpReason::Cancelled => "cancelled",
-        _ => "other",
-    }
 }
 
 /// The scope reported for a call that gave up before any attempt: what stood in its way.
@@ -372,9 +355,10 @@ mod tests {
         assert_eq!(class_name(Class::RateLimited), "rate_limited");
         assert_eq!(scope_name(Scope::Throttle), "throttle");
         assert_eq!(
-            reason_name(&GiveUpReason::HintTooLong {
+            GiveUpReason::HintTooLong {
                 hint: core::time::Duration::from_secs(30)
-            }),
+            }
+            .name(),
             "hint_too_long"
         );
     }
