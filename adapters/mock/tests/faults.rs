@@ -83,14 +83,7 @@ fn reset_before_request_on_accept_and_on_reused_connection() {
     // Claimed at accept: the connection is reset before anything is read.
     let mut c = Client::connect(s.addr()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
-    let outcome = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("x", false).as_bytes(),
-        )
-        .unwrap_err();
+    let outcome = c.chat("k", "x", false).unwrap_err();
     assert!(
         is_reset(&outcome) || outcome.kind() == ErrorKind::UnexpectedEof,
         "{outcome:?}"
@@ -123,14 +116,7 @@ fn hang_never_answers() {
     let mut c = Client::connect(s.addr()).unwrap();
     c.set_timeout(Duration::from_millis(300));
     let started = Instant::now();
-    let err = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("x", false).as_bytes(),
-        )
-        .unwrap_err();
+    let err = c.chat("k", "x", false).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
         "{err:?}"
@@ -148,14 +134,7 @@ fn malformed_body() {
     assert!(serde_json::from_slice::<serde_json::Value>(&r.body).is_err());
     // In a stream, one event carries cut JSON.
     let mut c = Client::connect(s.addr()).unwrap();
-    let r = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("a b", true).as_bytes(),
-        )
-        .unwrap();
+    let r = c.chat("k", "a b", true).unwrap();
     assert_eq!(r.status, 200);
     let bad = sse_events(&r.body)
         .iter()
@@ -181,14 +160,7 @@ fn stream_cut_after_events() {
         Fault::StreamCut { after_events: 1 },
     ]);
     let mut c = Client::connect(s.addr()).unwrap();
-    let r = c
-        .request(
-            "POST",
-            "/v1/messages",
-            &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
-            messages_body("one two three", true).as_bytes(),
-        )
-        .unwrap();
+    let r = c.messages("k", "one two three", true).unwrap();
     assert_eq!(r.status, 200);
     assert!(!r.complete);
     let events = sse_events(&r.body);
@@ -755,28 +727,14 @@ fn mixed_scenarios_apply_their_fault() {
 
     let s = always(Scenario::StreamCut);
     let mut c = Client::connect(s.addr()).unwrap();
-    let r = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("a b c d", true).as_bytes(),
-        )
-        .unwrap();
+    let r = c.chat("k", "a b c d", true).unwrap();
     assert!(!r.complete);
     assert_eq!(sse_events(&r.body).len(), 2);
 
     let s = always(Scenario::Hang);
     let mut c = Client::connect(s.addr()).unwrap();
     c.set_timeout(Duration::from_millis(200));
-    let err = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("x", false).as_bytes(),
-        )
-        .unwrap_err();
+    let err = c.chat("k", "x", false).unwrap_err();
     assert!(matches!(
         err.kind(),
         ErrorKind::WouldBlock | ErrorKind::TimedOut

@@ -158,14 +158,7 @@ fn keep_alive_serves_many_requests_on_one_connection() {
     let mut c = Client::connect(s.addr()).unwrap();
     for i in 0..5 {
         let text = format!("message {i}");
-        let r = c
-            .request(
-                "POST",
-                "/v1/chat/completions",
-                &[("authorization", "Bearer k")],
-                chat_body(&text, false).as_bytes(),
-            )
-            .unwrap();
+        let r = c.chat("k", &text, false).unwrap();
         assert_eq!(r.status, 200);
         assert_eq!(r.header("connection"), None);
         assert_eq!(r.json()["choices"][0]["message"]["content"], text);
@@ -309,14 +302,7 @@ fn openai_stream() {
     assert_eq!(finish.as_deref(), Some("stop"));
     assert_eq!(usage.unwrap()["completion_tokens"], 5);
     // The connection stays usable after a stream.
-    let r = c
-        .request(
-            "POST",
-            "/v1/chat/completions",
-            &[("authorization", "Bearer k")],
-            chat_body("again", false).as_bytes(),
-        )
-        .unwrap();
+    let r = c.chat("k", "again", false).unwrap();
     assert_eq!(r.status, 200);
 }
 
@@ -324,14 +310,7 @@ fn openai_stream() {
 fn anthropic_stream() {
     let s = server();
     let mut c = Client::connect(s.addr()).unwrap();
-    let r = c
-        .request(
-            "POST",
-            "/v1/messages",
-            &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
-            messages_body("alpha beta", true).as_bytes(),
-        )
-        .unwrap();
+    let r = c.messages("k", "alpha beta", true).unwrap();
     assert_eq!(r.status, 200);
     let events = sse_events(&r.body);
     let names: Vec<&str> = events.iter().map(|(e, _)| e.as_deref().unwrap()).collect();
@@ -460,14 +439,7 @@ fn concurrent_keep_alive_clients() {
                 let mut c = Client::connect(addr).unwrap();
                 for i in 0..50 {
                     let text = format!("t{t} r{i}");
-                    let r = c
-                        .request(
-                            "POST",
-                            "/v1/chat/completions",
-                            &[("authorization", "Bearer k")],
-                            chat_body(&text, false).as_bytes(),
-                        )
-                        .unwrap();
+                    let r = c.chat("k", &text, false).unwrap();
                     assert_eq!(r.status, 200);
                     assert_eq!(r.json()["choices"][0]["message"]["content"], text);
                 }

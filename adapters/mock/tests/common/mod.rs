@@ -176,6 +176,29 @@ impl Client {
         self.read()
     }
 
+    /// An OpenAI chat completion with `text` as the user turn, keyed by `key`.
+    pub fn chat(&mut self, key: &str, text: &str, stream: bool) -> io::Result<Resp> {
+        let auth = format!("Bearer {key}");
+        let headers = [("authorization", auth.as_str())];
+        self.request(
+            "POST",
+            "/v1/chat/completions",
+            &headers,
+            chat_body(text, stream).as_bytes(),
+        )
+    }
+
+    /// An Anthropic message with `text` as the user turn, keyed by `key`.
+    pub fn messages(&mut self, key: &str, text: &str, stream: bool) -> io::Result<Resp> {
+        let headers = [("x-api-key", key), ("anthropic-version", "2023-06-01")];
+        self.request(
+            "POST",
+            "/v1/messages",
+            &headers,
+            messages_body(text, stream).as_bytes(),
+        )
+    }
+
     /// True when the server closed the connection (EOF or reset) and sent nothing more.
     pub fn is_closed(&mut self) -> bool {
         matches!(self.more(), Ok(false) | Err(_))
