@@ -256,17 +256,15 @@ impl<'c, E> Session<'c, E> {
     /// reading; for a stream, before its first event): for a 2xx, a malformed body;
     /// otherwise the status (and headers) still tell. The rest is not to be read.
     pub fn on_body_too_large(&mut self, status: u16, headers: &HeaderMap) {
-        let reported = if (200..300).contains(&status) {
-            self.last_message = None;
-            self.last_source = None;
-            self.report(outcome::oversized(status, headers, clock::wall_unix()))
+        self.last_message = None;
+        self.last_source = None;
+        let wall = clock::wall_unix();
+        let o = if (200..300).contains(&status) {
+            outcome::oversized(status, headers, wall)
         } else {
-            self.last_source = None;
-            let o = outcome::response(status, headers, b"", clock::wall_unix()).0;
-            self.last_message = None;
-            self.report(o)
+            outcome::response(status, headers, b"", wall).0
         };
-        if reported {
+        if self.report(o) {
             self.last_exceeded = Some(Exceeded::BodyTooLarge);
         }
     }
