@@ -520,6 +520,12 @@ impl Breaker {
         self.events.pop()
     }
 
+    /// Whether [`Breaker::poll_event`] has an event to give.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// When open: the instant it may become half-open. Otherwise `None`.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self.state {

@@ -239,7 +239,21 @@ impl Engine {
 
     /// [`Engine::drain_events`] after an input that touched only `endpoint`'s machines:
     /// every input drains, so no other breaker holds an event and the order is the same.
+    #[inline]
     fn drain_events_of(&mut self, endpoint: EndpointId) {
+        let breaker = self
+            .endpoints
+            .get(usize::from(endpoint.0))
+            .is_some_and(|s| s.breaker.has_events());
+        // Nearly every decision emits nothing: test inline, drain out of line.
+        if breaker || self.pool.has_events() {
+            self.drain_pending_of(endpoint);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drain_pending_of(&mut self, endpoint: EndpointId) {
         if let Some(s) = self.endpoints.get_mut(usize::from(endpoint.0)) {
             while let Some(event) = s.breaker.poll_event() {
                 self.events.push(EngineEvent::Breaker { endpoint, event });
@@ -312,10 +326,14 @@ impl Gate for Engine {
             query.attempt > 1 && query.avoid.is_none_or(|a| a.target.endpoint == endpoint)
         };
         let mut blocked = Blocked::default();
-        let states = &self.endpoints;
+        let mut probe = false;
+        let states = &mut self.endpoints;
+        // Each endpoint is asked breaker → budget → limiter; the limiter's `acquire`
+        // is the first step that commits, so everything that could still refuse is
+        // asked before it, and a grant is committed in the same walk.
         let selection = self.pool.select(now, |target| {
             let endpoint = target.endpoint;
-            let Some(s) = states.get(usize::from(endpoint.0)) else {
+            let Some(s) = states.get_mut(usize::from(endpoint.0)) else {
                 return false;
             };
             if let Some(a) = query.avoid.filter(|a| a.rules_out(now, target)) {
@@ -326,7 +344,8 @@ impl Gate for Engine {
                 blocked.note(until, WaitCause::Breaker);
                 return false;
             }
-            if charged(endpoint) && !s.budget.can_withdraw(now) {
+            let charge = charged(endpoint);
+            if charge && !s.budget.can_withdraw(now) {
                 // A holding call waits for the budget's floor to grant its next retry.
                 match s.budget.available_at(now).filter(|_| query.hold) {
                     Some(at) => blocked.note(at, WaitCause::Budget),
@@ -334,21 +353,27 @@ impl Gate for Engine {
                 }
                 return false;
             }
-            match s.limiter.check(now, query.tokens) {
-                limiter::Admit::Go => true,
+            match s.limiter.acquire(now, query.tokens) {
+                limiter::Admit::Go => {}
                 limiter::Admit::NotBefore(at) => {
                     blocked.note(at, WaitCause::RateLimit);
-                    false
+                    return false;
                 }
                 limiter::Admit::Busy => {
                     blocked.note(now.saturating_add(BUSY_RECHECK), WaitCause::Busy);
-                    false
+                    return false;
                 }
                 limiter::Admit::TooLarge => {
                     blocked.too_large = true;
-                    false
+                    return false;
                 }
             }
+            // The peek above allowed it, so these grant.
+            probe = matches!(s.breaker.permit(now), Permit::Probe);
+            if charge {
+                let _ = s.budget.try_withdraw(now);
+            }
+            true
         });
         let target = match selection {
             Selection::Picked(target) => target,
@@ -358,15 +383,6 @@ impl Gate for Engine {
             }
             Selection::Unavailable => return blocked.verdict(query.hold),
         };
-        let Some(s) = self.endpoints.get_mut(usize::from(target.endpoint.0)) else {
-            return Admit::Refuse(GiveUpReason::NoUsableKey);
-        };
-        // The walk above only peeked; nothing changed since, so these all grant.
-        let probe = matches!(s.breaker.permit(now), Permit::Probe);
-        let _ = s.limiter.acquire(now, query.tokens);
-        if charged(target.endpoint) {
-            let _ = s.budget.try_withdraw(now);
-        }
         self.drain_events_of(target.endpoint);
         Admit::Go(Grant {
             target,
@@ -390,7 +406,7 @@ impl Gate for Engine {
         let has_windows =
             report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
         if has_windows && (s.single_key || !exhausted) {
-            s.limiter.on_hints(now, &report.hints);
+            s.limiter.on_hints(now, report.hints);
         }
         let (input, sample) = match report.verdict {
             Verdict::Success => {

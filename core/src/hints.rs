@@ -56,7 +56,24 @@ pub struct RateWindow {
     pub reset: Option<Duration>,
 }
 
+impl RateWindow {
+    /// A window the response said nothing about.
+    pub const NONE: RateWindow = RateWindow {
+        limit: None,
+        remaining: None,
+        reset: None,
+    };
+}
+
 impl Hints {
+    /// No hints at all: what a response without the headers, or no response, gives.
+    pub const NONE: Hints = Hints {
+        retry_after: None,
+        should_retry: None,
+        requests: RateWindow::NONE,
+        tokens: RateWindow::NONE,
+    };
+
     /// Parses the headers of one response. `wall_now_unix` (seconds since the Unix
     /// epoch) anchors HTTP-dates and RFC 3339 instants when there is no valid `Date`
     /// header; with one, they are measured from the response's own `Date`.

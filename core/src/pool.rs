@@ -417,7 +417,7 @@ impl Pool {
 
     /// The key [`Pool::pick_key`] would pick now, without moving any cursor.
     pub fn peek_key(&self, now: Timestamp, endpoint: EndpointId) -> KeyPick {
-        self.scan(now.max(self.clock.latest()), endpoint)
+        self.scan_endpoint(now.max(self.clock.latest()), endpoint)
     }
 
     /// Picks the next usable key of `endpoint` round-robin, starting after the key
@@ -426,7 +426,7 @@ impl Pool {
     /// An unknown endpoint gives [`KeyPick::NoUsableKey`].
     pub fn pick_key(&mut self, now: Timestamp, endpoint: EndpointId) -> KeyPick {
         let now = self.clock.observe(now);
-        let pick = self.scan(now, endpoint);
+        let pick = self.scan_endpoint(now, endpoint);
         if let KeyPick::Key(key) = pick {
             self.advance(endpoint, key);
         }
@@ -448,18 +448,29 @@ impl Pool {
         let now = self.clock.observe(now);
         let mut earliest: Option<Timestamp> = None;
         let mut chosen = None;
-        for endpoint in self.order() {
-            match self.scan(now, endpoint) {
-                KeyPick::Key(key) => {
-                    if admit(Target { endpoint, key }) {
-                        chosen = Some((endpoint, key));
-                        break;
+        // The walk of `order()`, written as two plain loops: this is the hot path of
+        // every attempt.
+        'walk: for g in &self.groups {
+            for step in 0..g.len {
+                let pos = wrap(g.rot.wrapping_add(step), g.len);
+                let Some(&endpoint) = self.ranked.get(g.start.wrapping_add(pos)) else {
+                    continue;
+                };
+                let Some(e) = self.endpoints.get(usize::from(endpoint.0)) else {
+                    continue;
+                };
+                match scan(self.keys_of_slot(e), e.cursor, now) {
+                    KeyPick::Key(key) => {
+                        if admit(Target { endpoint, key }) {
+                            chosen = Some((endpoint, key));
+                            break 'walk;
+                        }
                     }
+                    KeyPick::CoolingUntil(t) => {
+                        earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                    }
+                    KeyPick::NoUsableKey => {}
                 }
-                KeyPick::CoolingUntil(t) => {
-                    earliest = Some(earliest.map_or(t, |e| e.min(t)));
-                }
-                KeyPick::NoUsableKey => {}
             }
         }
         if let Some((endpoint, key)) = chosen {
@@ -549,6 +560,12 @@ impl Pool {
         self.events.pop_front()
     }
 
+    /// Whether [`Pool::poll_event`] has an event to give.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// How many events were dropped because [`EVENT_CAPACITY`] were undrained.
     pub fn dropped_events(&self) -> u64 {
         self.dropped_events
@@ -576,9 +593,11 @@ impl Pool {
     }
 
     fn keys_of(&self, endpoint: EndpointId) -> &[KeySlot] {
-        let Some(e) = self.endpoint(endpoint) else {
-            return &[];
-        };
+        self.endpoint(endpoint)
+            .map_or(&[], |e| self.keys_of_slot(e))
+    }
+
+    fn keys_of_slot(&self, e: &EndpointSlot) -> &[KeySlot] {
         let end = e.first.saturating_add(usize::from(e.count));
         self.keys.get(e.first..end).unwrap_or(&[])
     }
@@ -601,31 +620,11 @@ impl Pool {
 
     /// The round-robin scan behind `peek_key` and `pick_key`, at an already clamped
     /// `now`.
-    fn scan(&self, now: Timestamp, endpoint: EndpointId) -> KeyPick {
-        let Some(e) = self.endpoint(endpoint) else {
-            return KeyPick::NoUsableKey;
-        };
-        let keys = self.keys_of(endpoint);
-        let n = keys.len();
-        let mut i = usize::from(e.cursor);
-        let mut earliest: Option<Timestamp> = None;
-        for _ in 0..n {
-            if i >= n {
-                i = 0;
-            }
-            if let Some(k) = keys.get(i) {
-                if k.disabled.is_none() {
-                    if k.until <= now {
-                        // i < n ≤ u16::MAX, so the id always fits.
-                        return u16::try_from(i)
-                            .map_or(KeyPick::NoUsableKey, |id| KeyPick::Key(KeyId(id)));
-                    }
-                    earliest = Some(earliest.map_or(k.until, |t| t.min(k.until)));
-                }
-            }
-            i = i.wrapping_add(1);
+    fn scan_endpoint(&self, now: Timestamp, endpoint: EndpointId) -> KeyPick {
+        match self.endpoint(endpoint) {
+            Some(e) => scan(self.keys_of_slot(e), e.cursor, now),
+            None => KeyPick::NoUsableKey,
         }
-        earliest.map_or(KeyPick::NoUsableKey, KeyPick::CoolingUntil)
     }
 
     /// Moves the endpoint's key cursor past `key` and its group's rotation past it.
@@ -651,6 +650,43 @@ impl Pool {
     }
 }
 
+/// Round-robin over `keys` from `cursor`: the first usable key, else the earliest
+/// instant a cooling one comes back.
+#[cfg(feature = "alloc")]
+#[inline]
+fn scan(keys: &[KeySlot], cursor: u16, now: Timestamp) -> KeyPick {
+    let n = keys.len();
+    let mut i = usize::from(cursor);
+    let mut earliest: Option<Timestamp> = None;
+    for _ in 0..n {
+        if i >= n {
+            i = 0;
+        }
+        if let Some(k) = keys.get(i)
+            && k.disabled.is_none()
+        {
+            if k.until <= now {
+                // i < n ≤ u16::MAX, so the id always fits.
+                return u16::try_from(i).map_or(KeyPick::NoUsableKey, |id| KeyPick::Key(KeyId(id)));
+            }
+            earliest = Some(earliest.map_or(k.until, |t| t.min(k.until)));
+        }
+        i = i.wrapping_add(1);
+    }
+    earliest.map_or(KeyPick::NoUsableKey, KeyPick::CoolingUntil)
+}
+
+/// `pos` taken back into `0..len`, for `pos < 2 × len`.
+#[cfg(feature = "alloc")]
+#[inline]
+fn wrap(pos: usize, len: usize) -> usize {
+    if pos >= len {
+        pos.wrapping_sub(len)
+    } else {
+        pos
+    }
+}
+
 /// Endpoints from most to least preferred; see [`Pool::order`].
 #[cfg(feature = "alloc")]
 #[derive(Debug, Clone)]
@@ -670,10 +706,7 @@ impl Iterator for Order<'_> {
         loop {
             let g = self.groups.get(self.group)?;
             if self.step < g.len {
-                let mut pos = g.rot.wrapping_add(self.step);
-                if pos >= g.len {
-                    pos = pos.wrapping_sub(g.len);
-                }
+                let pos = wrap(g.rot.wrapping_add(self.step), g.len);
                 self.step = self.step.wrapping_add(1);
                 self.left = self.left.saturating_sub(1);
                 return self.ranked.get(g.start.wrapping_add(pos)).copied();

@@ -191,11 +191,12 @@ enum State {
         sent_at: Timestamp,
         deadline: Timestamp,
     },
+    /// The outcome itself waits in the call's `arrived`: kept out of the state, which
+    /// every poll copies, it is written once and read in place.
     Arrived {
         grant: Grant,
         sent_at: Timestamp,
         at: Timestamp,
-        outcome: Outcome,
     },
     Done(Finish),
 }
@@ -214,6 +215,8 @@ pub struct Call {
     last_target: Option<Target>,
     clock: Monotonic,
     state: State,
+    /// The outcome of the attempt in [`State::Arrived`].
+    arrived: Outcome,
     events: Ring<CallEvent, 8>,
 }
 
@@ -256,6 +259,7 @@ impl Call {
                 avoid: None,
                 wake: None,
             },
+            arrived: Outcome::Cancelled,
             events: Ring::new(),
         }
     }
@@ -298,11 +302,11 @@ impl Call {
                 sent_at,
                 ..
             } if current == id => {
+                self.arrived = outcome;
                 self.state = State::Arrived {
                     grant,
                     sent_at,
                     at: now,
-                    outcome,
                 };
                 Ok(())
             }
@@ -323,22 +327,17 @@ impl Call {
                 }
                 State::InFlight { grant, sent_at, .. } => {
                     // The driver did not report in time: the attempt timed out.
+                    self.arrived = Outcome::Transport(Transport::new(
+                        TransportKind::Timeout,
+                        Phase::AfterSend,
+                    ));
                     self.state = State::Arrived {
                         grant,
                         sent_at,
                         at: now,
-                        outcome: Outcome::Transport(Transport::new(
-                            TransportKind::Timeout,
-                            Phase::AfterSend,
-                        )),
                     };
                 }
-                State::Arrived {
-                    grant,
-                    sent_at,
-                    at,
-                    outcome,
-                } => self.settle(gate, grant, sent_at, at, &outcome),
+                State::Arrived { grant, sent_at, at } => self.settle(gate, grant, sent_at, at),
                 State::Ready {
                     wake: Some(wake), ..
                 } if now < wake => return Decision::Wait(wake),
@@ -377,7 +376,8 @@ impl Call {
     pub fn cancel<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Finish {
         let now = self.clock.observe(now);
         if let State::InFlight { grant, sent_at, .. } = self.state {
-            self.settle(gate, grant, sent_at, now, &Outcome::Cancelled);
+            self.arrived = Outcome::Cancelled;
+            self.settle(gate, grant, sent_at, now);
         }
         match self.state {
             State::Done(finish) => finish,
@@ -482,33 +482,33 @@ impl Call {
         }
     }
 
-    /// Classifies an arrived outcome, tells the gate, and moves to `Ready` or `Done`.
+    /// Classifies the arrived outcome, tells the gate, and moves to `Ready` or `Done`.
     fn settle<G: Gate + ?Sized>(
         &mut self,
         gate: &mut G,
         grant: Grant,
         sent_at: Timestamp,
         at: Timestamp,
-        outcome: &Outcome,
     ) {
-        let verdict = gate.classifier().classify(outcome);
-        let (hints, tokens_used) = match outcome {
+        let verdict = gate.classifier().classify(&self.arrived);
+        let tokens_used = match &self.arrived {
             Outcome::Response(r) => {
                 self.last_status = Some(r.status);
-                (r.hints, r.tokens_used)
+                r.tokens_used
             }
-            _ => (Hints::default(), None),
+            _ => None,
         };
-        let mut report = Report {
-            grant,
-            verdict,
-            latency: at.saturating_duration_since(sent_at),
-            hints,
-            tokens_used,
-            retry_at: None,
-        };
+        let latency = at.saturating_duration_since(sent_at);
         let failure = match verdict {
             Verdict::Success => {
+                let report = Report {
+                    grant,
+                    verdict,
+                    latency,
+                    hints: hints_of(&self.arrived),
+                    tokens_used,
+                    retry_at: None,
+                };
                 gate.on_attempt_end(at, &report);
                 let finish = Finish::Success {
                     attempts: self.attempts,
@@ -524,16 +524,26 @@ impl Call {
             Verdict::Failure(f) => f,
         };
         self.last_failure = Some(failure);
-        let stop = if matches!(outcome, Outcome::Cancelled) {
+        let stop = if matches!(self.arrived, Outcome::Cancelled) {
             Some(GiveUpReason::Cancelled)
         } else {
             self.stop_reason(&failure)
         };
         let avoid = match stop {
             Some(_) => None,
-            None => Some(self.plan_retry(gate, at, grant.target, &failure, &hints)),
+            None => {
+                let wait_hint = hints_of(&self.arrived).wait_hint();
+                Some(self.plan_retry(gate, at, grant.target, &failure, wait_hint))
+            }
         };
-        report.retry_at = avoid.map(|a| a.until);
+        let report = Report {
+            grant,
+            verdict,
+            latency,
+            hints: hints_of(&self.arrived),
+            tokens_used,
+            retry_at: avoid.map(|a| a.until),
+        };
         gate.on_attempt_end(at, &report);
         match (stop, avoid) {
             (Some(reason), _) => {
@@ -581,7 +591,7 @@ impl Call {
         at: Timestamp,
         target: Target,
         failure: &Failure,
-        hints: &Hints,
+        wait_hint: Option<Duration>,
     ) -> Avoid {
         let avoid = |until, cause| Avoid {
             target,
@@ -593,7 +603,7 @@ impl Call {
             return avoid(Timestamp::MAX, WaitCause::Backoff);
         }
         let backoff = self.backoff.next_delay(self.attempts, gate.rng());
-        let Some(hint) = hints.wait_hint() else {
+        let Some(hint) = wait_hint else {
             return avoid(at.saturating_add(backoff), WaitCause::Backoff);
         };
         let left = self.deadline.saturating_duration_since(at);
@@ -618,6 +628,14 @@ impl Call {
         self.events.push(CallEvent::GaveUp { at: now, reason });
         self.state = State::Done(finish);
         finish
+    }
+}
+
+/// The server's hints in an outcome.
+fn hints_of(outcome: &Outcome) -> &Hints {
+    match outcome {
+        Outcome::Response(r) => &r.hints,
+        _ => &Hints::NONE,
     }
 }
 

@@ -19,8 +19,8 @@ impl Harness {
             self.fail(invariant, format!("call {i}: {detail}"))?;
         }
         let reports = core::mem::take(&mut self.watch.reports);
-        for report in reports {
-            self.settled(i, report.verdict)?;
+        for verdict in reports {
+            self.settled(i, verdict)?;
         }
         Ok(())
     }

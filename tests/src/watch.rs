@@ -6,7 +6,7 @@
 //! exactly because every input of the engine passes through it or through the harness.
 
 use steadfast_core::breaker::Permit;
-use steadfast_core::classify::ClassifyConfig;
+use steadfast_core::classify::{ClassifyConfig, Verdict};
 use steadfast_core::engine::Engine;
 use steadfast_core::ids::{EndpointId, KeyId, Target};
 use steadfast_core::limiter;
@@ -45,8 +45,8 @@ pub struct Watch {
     pub in_flight: Vec<u32>,
     /// The admits of the current poll.
     pub admits: Vec<AdmitRecord>,
-    /// The reports of the current poll.
-    pub reports: Vec<Report>,
+    /// The verdicts reported during the current poll.
+    pub reports: Vec<Verdict>,
     /// Broken invariants seen inside the engine's calls.
     pub broken: Vec<(Invariant, String)>,
 }
@@ -252,6 +252,6 @@ impl Gate for Watched<'_> {
             }
         }
         self.engine.on_attempt_end(now, report);
-        self.watch.reports.push(*report);
+        self.watch.reports.push(report.verdict);
     }
 }

@@ -48,6 +48,35 @@ fn bounds_grow_by_a_quarter() {
 }
 
 #[test]
+fn bins_match_a_search_over_the_bounds() {
+    let search = |nanos: u64| LATENCY_BOUNDS.partition_point(|&bound| bound <= nanos);
+    let mut values = alloc::vec![0, 1, u64::MAX];
+    for &bound in &LATENCY_BOUNDS {
+        values.extend([bound - 1, bound, bound + 1]);
+    }
+    for k in 0..64 {
+        let p = 1u64 << k;
+        values.extend([p - 1, p, p.saturating_add(1)]);
+    }
+    // A fixed-step walk through the whole range as well (no RNG needed).
+    let mut v: u64 = 7;
+    for _ in 0..100_000 {
+        values.push(v);
+        v = v
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        values.push(v >> (v % 64));
+    }
+    for nanos in values {
+        assert_eq!(
+            bin_of(Duration::from_nanos(nanos)),
+            search(nanos),
+            "{nanos} ns"
+        );
+    }
+}
+
+#[test]
 fn bins_and_their_estimates() {
     assert_eq!(bin_of(Duration::ZERO), 0);
     assert_eq!(bin_of(Duration::from_nanos(999_999)), 0);

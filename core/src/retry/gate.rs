@@ -88,17 +88,18 @@ pub struct Grant {
     pub tokens: u64,
 }
 
-/// What a gate is told after an attempt.
+/// What a gate is told after an attempt. It borrows the server's hints from the
+/// outcome the call holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
+pub struct Report<'a> {
     /// The grant the attempt went out with.
     pub grant: Grant,
     /// How it went.
     pub verdict: Verdict,
     /// From send to outcome.
     pub latency: Duration,
-    /// The server's hints, when it answered.
-    pub hints: Hints,
+    /// The server's hints ([`Hints::NONE`] when it did not answer).
+    pub hints: &'a Hints,
     /// Tokens the request really used, when known.
     pub tokens_used: Option<u64>,
     /// When this call will try the same target again, after a throttle or failure.
@@ -117,5 +118,5 @@ pub trait Gate {
     /// Before an attempt: where it may go, or until when it must wait, or never.
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit;
     /// After an attempt: its outcome, for budgets, breakers, limiters, keys and health.
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report);
+    fn on_attempt_end(&mut self, now: Timestamp, report: &Report<'_>);
 }
