@@ -28,7 +28,9 @@
 //! `now_ns · (L + 1 − B)` and one unit of cost is `P` (in nanoseconds). The hot path is
 //! two widening multiplications, additions and a comparison; a denial divides once to
 //! find its exact instant: [`Admit::NotBefore`]`(t)` means the same call is denied at
-//! `t − 1 ns` and admitted at `t` if nothing else happens in between.
+//! `t − 1 ns` and admitted at `t` if nothing else happens in between. [`Limiter::acquire`]
+//! remembers its last denial until an input changes the state, so callers polling a
+//! limit they ran into get the same instant back without the division.
 //!
 //! So with `requests = 60`, `burst = 0` (one call) a call is admitted every second;
 //! with the default `burst = 0.1` six are admitted at once and then one every
@@ -162,7 +164,7 @@ pub enum Admit {
 /// The driver asks [`acquire`](Limiter::acquire) before each attempt, and reports the
 /// end of every admitted attempt with [`on_finish`](Limiter::on_finish) and the
 /// response's headers with [`on_hints`](Limiter::on_hints).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Limiter {
     requests: Option<Gcra>,
     tokens: Option<Gcra>,
@@ -179,7 +181,35 @@ pub struct Limiter {
     blocked_until: Timestamp,
     latest: Timestamp,
     follow_server: bool,
+    /// The last `NotBefore` answered by `acquire`, with what it was computed from.
+    last_denial: Option<Denial>,
 }
+
+/// A remembered denial: a call of `tokens` is not admitted before `at`. Every input
+/// that changes the state forgets it.
+#[derive(Debug, Clone, Copy)]
+struct Denial {
+    tokens: u64,
+    at: Timestamp,
+}
+
+/// Two limiters are equal when they answer alike: the remembered denial is a cache
+/// and does not count.
+impl PartialEq for Limiter {
+    fn eq(&self, other: &Limiter) -> bool {
+        self.requests == other.requests
+            && self.tokens == other.tokens
+            && self.max_in_flight == other.max_in_flight
+            && self.in_flight == other.in_flight
+            && self.in_flight_tokens == other.in_flight_tokens
+            && self.refund_room == other.refund_room
+            && self.blocked_until == other.blocked_until
+            && self.latest == other.latest
+            && self.follow_server == other.follow_server
+    }
+}
+
+impl Eq for Limiter {}
 
 impl Limiter {
     /// A limiter for `config`, as fresh as after a long idle time.
@@ -204,6 +234,7 @@ impl Limiter {
             refund_room: u128::MAX,
             blocked_until: Timestamp::ZERO,
             latest: Timestamp::ZERO,
+            last_denial: None,
             follow_server: config.follow_server,
         }
     }
@@ -213,18 +244,42 @@ impl Limiter {
     #[inline]
     pub fn check(&self, now: Timestamp, tokens: u64) -> Admit {
         // `Ord::max`, not `Timestamp::max`: the derived one inlines across crates.
-        self.decide(Ord::max(now, self.latest), tokens)
+        let now = Ord::max(now, self.latest);
+        if self.admits_now(now, tokens) {
+            return Admit::Go;
+        }
+        self.denial(now, tokens)
     }
 
     /// Asks to start a call estimated at `tokens`. On [`Admit::Go`] the call is charged
     /// one request and `tokens` tokens and counts as in flight until
     /// [`on_finish`](Limiter::on_finish); any other answer changes nothing.
     #[inline]
+    ///
+    /// A denial repeated before the state changed (callers polling a limit they ran
+    /// into) answers the instant computed for the first, without computing it again.
     pub fn acquire(&mut self, now: Timestamp, tokens: u64) -> Admit {
         let now = self.observe(now);
-        let admit = self.decide(now, tokens);
-        if admit == Admit::Go {
+        if self.admits_now(now, tokens) {
             self.charge(now, tokens);
+            return Admit::Go;
+        }
+        if let Some(d) = self.last_denial
+            && d.tokens == tokens
+            && d.at > now
+            && self.in_flight < self.max_in_flight
+        {
+            return Admit::NotBefore(d.at);
+        }
+        self.refuse(now, tokens)
+    }
+
+    /// `acquire`'s answer to a call `admits_now` refused, remembered for the next ask.
+    #[inline(never)]
+    fn refuse(&mut self, now: Timestamp, tokens: u64) -> Admit {
+        let admit = self.denial(now, tokens);
+        if let Admit::NotBefore(at) = admit {
+            self.last_denial = Some(Denial { tokens, at });
         }
         admit
     }
@@ -234,6 +289,7 @@ impl Limiter {
     /// charge (see the module documentation for how far a refund goes).
     pub fn on_finish(&mut self, now: Timestamp, estimated: u64, actual: Option<u64>) {
         let now = self.observe(now);
+        self.last_denial = None;
         if let (Some(gcra), Some(actual)) = (self.tokens.as_mut(), actual) {
             if actual > estimated {
                 let lead = gcra.charge_excess(now, actual.saturating_sub(estimated));
@@ -262,6 +318,7 @@ impl Limiter {
     /// call until `now + reset`; a smaller `remaining` tightens the local state.
     pub fn on_hints(&mut self, now: Timestamp, hints: &Hints) {
         let now = self.observe(now);
+        self.last_denial = None;
         if !self.follow_server {
             return;
         }
@@ -286,37 +343,34 @@ impl Limiter {
         self.latest
     }
 
+    /// Whether a call of `tokens` goes at `now` (already clamped).
     #[inline]
-    fn decide(&self, now: Timestamp, tokens: u64) -> Admit {
-        let requests_ok = self.requests.as_ref().is_none_or(|g| g.admits(now, 1));
-        let tokens_ok = self.tokens.as_ref().is_none_or(|g| g.admits(now, tokens));
-        if requests_ok
-            && tokens_ok
+    fn admits_now(&self, now: Timestamp, tokens: u64) -> bool {
+        self.requests.as_ref().is_none_or(|g| g.admits(now, 1))
+            && self.tokens.as_ref().is_none_or(|g| g.admits(now, tokens))
             && self.in_flight < self.max_in_flight
             && now >= self.blocked_until
-        {
-            return Admit::Go;
-        }
-        self.denial(now, tokens)
     }
 
-    #[cold]
+    /// Why a call that `admits_now` refused waits: too large, too many in flight,
+    /// or not before the first instant every dimension and the server admit it.
+    #[inline(never)]
     fn denial(&self, now: Timestamp, tokens: u64) -> Admit {
-        let too_large = |g: &Gcra, cost: u64| cost > g.limit;
-        if self.requests.as_ref().is_some_and(|g| too_large(g, 1))
-            || self.tokens.as_ref().is_some_and(|g| too_large(g, tokens))
-        {
-            return Admit::TooLarge;
+        let mut at = self.blocked_until;
+        if let Some(g) = &self.requests {
+            if g.limit < 1 {
+                return Admit::TooLarge;
+            }
+            at = at.max(g.first_admitted(now, 1));
+        }
+        if let Some(g) = &self.tokens {
+            if tokens > g.limit {
+                return Admit::TooLarge;
+            }
+            at = at.max(g.first_admitted(now, tokens));
         }
         if self.in_flight >= self.max_in_flight {
             return Admit::Busy;
-        }
-        let mut at = self.blocked_until;
-        if let Some(g) = &self.requests {
-            at = at.max(g.earliest(1));
-        }
-        if let Some(g) = &self.tokens {
-            at = at.max(g.earliest(tokens));
         }
         // `at > now` by construction; the guard only matters in saturated states.
         Admit::NotBefore(at.max(now.saturating_add(Duration::from_nanos(1))))
@@ -324,6 +378,7 @@ impl Limiter {
 
     #[inline]
     fn charge(&mut self, now: Timestamp, tokens: u64) {
+        self.last_denial = None;
         if let Some(g) = self.requests.as_mut() {
             g.charge(now, 1);
         }
@@ -430,12 +485,25 @@ impl Gcra {
         units <= self.limit && self.tat.wrapping_add(self.cost(units)) <= self.horizon_at(now)
     }
 
-    /// The first instant at which `admits(_, units)` holds (for `units ≤ limit`).
-    fn earliest(&self, units: u64) -> Timestamp {
+    /// The first instant at which a call of `units` (at most `limit`) is admitted:
+    /// at or before `now` when it is admitted now. It is admitted at `t` when
+    /// `tat + cost ≤ t·rate + horizon`, that is when `need = tat + cost − horizon` is at
+    /// most `t·rate`.
+    #[inline]
+    fn first_admitted(&self, now: Timestamp, units: u64) -> Timestamp {
+        // units ≤ limit ≤ 2^62 makes the cost < 2^124; tat ≤ 2^127: no wrap.
         let need = self
             .tat
-            .saturating_add(self.cost(units))
+            .wrapping_add(self.cost(units))
             .saturating_sub(self.horizon);
+        if need <= wide(now.as_nanos(), self.rate) {
+            return now;
+        }
+        self.instant_of(need)
+    }
+
+    /// `ceil(need / rate)` as an instant.
+    fn instant_of(&self, need: u128) -> Timestamp {
         // Nearly always `need` fits 64 bits: one hardware division instead of the
         // 128-bit routine.
         if let Ok(need) = u64::try_from(need) {
