@@ -19,7 +19,7 @@ use rand_core::Rng;
 
 use crate::config::{ordered, within};
 use crate::error::ConfigError;
-use crate::rng::unit_f64;
+use crate::rng::{below, unit_f64};
 use crate::time::nanos_of;
 
 /// How a computed delay `d` is randomised.
@@ -124,6 +124,8 @@ pub struct Backoff {
     /// (the squaring chain is the slowest part of a delay).
     memo_exp: u32,
     memo_ns: f64,
+    /// `memo_ns` in whole nanoseconds, clamped to `[0, cap]`.
+    memo_whole: u64,
 }
 
 impl Backoff {
@@ -147,6 +149,7 @@ impl Backoff {
             Jitter::Proportional(f) if f > 0.0 => f.min(1.0),
             _ => 0.0,
         };
+        let first = grow(base_ns, config.factor, cap_f, 0);
         Backoff {
             config,
             base_ns,
@@ -156,7 +159,8 @@ impl Backoff {
             spread,
             prev_ns: base_ns,
             memo_exp: 0,
-            memo_ns: grow(base_ns, config.factor, cap_f, 0),
+            memo_ns: first,
+            memo_whole: (first as u64).min(cap_ns),
         }
     }
 
@@ -181,14 +185,25 @@ impl Backoff {
     /// 1), jittered as configured. Always in `[0, cap]`.
     ///
     /// Draws exactly one `next_u64` from `rng` unless the mode is [`Jitter::None`].
+    #[inline]
     pub fn next_delay<R: Rng + ?Sized>(&mut self, retry: u32, rng: &mut R) -> Duration {
+        self.remember(retry);
         let ns = match self.config.jitter {
-            Jitter::None => self.nominal_memo(retry),
-            Jitter::Full => self.nominal_memo(retry) * unit_f64(rng),
-            Jitter::Equal => self.nominal_memo(retry) * (0.5 + 0.5 * unit_f64(rng)),
+            Jitter::None => self.memo_whole,
+            // Uniform in `[0, d)` in integer arithmetic: no float conversions.
+            Jitter::Full => below(rng, self.memo_whole),
+            _ => self.jittered_float(rng),
+        };
+        Duration::from_nanos(ns)
+    }
+
+    /// The modes that scale or shift the nominal delay by a fraction.
+    fn jittered_float<R: Rng + ?Sized>(&mut self, rng: &mut R) -> u64 {
+        let ns = match self.config.jitter {
+            Jitter::Equal => self.memo_ns * (0.5 + 0.5 * unit_f64(rng)),
             Jitter::Proportional(_) => {
                 let u = unit_f64(rng);
-                self.nominal_memo(retry) * (1.0 + self.spread * (2.0 * u - 1.0))
+                self.memo_ns * (1.0 + self.spread * (2.0 * u - 1.0))
             }
             Jitter::Decorrelated => {
                 let high = (self.prev_ns * 3.0).max(self.base_ns);
@@ -196,8 +211,9 @@ impl Backoff {
                 self.prev_ns = x;
                 x
             }
+            Jitter::None | Jitter::Full => self.memo_ns,
         };
-        Duration::from_nanos(self.clamp_ns(ns))
+        self.clamp_ns(ns)
     }
 
     /// `min(cap, base × factor^(retry-1))` in nanoseconds, never NaN.
@@ -207,16 +223,16 @@ impl Backoff {
         grow(self.base_ns, self.config.factor, self.cap_f, n)
     }
 
-    /// [`Backoff::nominal_ns`], reusing the last result when the clamped exponent is
-    /// the same.
+    /// Makes the memo hold retry `retry`'s nominal delay, computing it only when the
+    /// clamped exponent changed.
     #[inline]
-    fn nominal_memo(&mut self, retry: u32) -> f64 {
+    fn remember(&mut self, retry: u32) {
         let n = retry.saturating_sub(1).min(self.max_exp);
         if n != self.memo_exp {
             self.memo_ns = grow(self.base_ns, self.config.factor, self.cap_f, n);
+            self.memo_whole = self.clamp_ns(self.memo_ns);
             self.memo_exp = n;
         }
-        self.memo_ns
     }
 
     /// Saturating conversion to whole nanoseconds in `[0, cap]` (NaN and negatives to 0).
