@@ -245,6 +245,9 @@ impl Limiter {
     pub fn check(&self, now: Timestamp, tokens: u64) -> Admit {
         // `Ord::max`, not `Timestamp::max`: the derived one inlines across crates.
         let now = Ord::max(now, self.latest);
+        if let Some(at) = self.remembered_denial(now, tokens) {
+            return Admit::NotBefore(at);
+        }
         if self.admits_now(now, tokens) {
             return Admit::Go;
         }
@@ -260,18 +263,24 @@ impl Limiter {
     /// into) answers the instant computed for the first, without computing it again.
     pub fn acquire(&mut self, now: Timestamp, tokens: u64) -> Admit {
         let now = self.observe(now);
+        if let Some(at) = self.remembered_denial(now, tokens) {
+            return Admit::NotBefore(at);
+        }
         if self.admits_now(now, tokens) {
             self.charge(now, tokens);
             return Admit::Go;
         }
-        if let Some(d) = self.last_denial
-            && d.tokens == tokens
-            && d.at > now
-            && self.in_flight < self.max_in_flight
-        {
-            return Admit::NotBefore(d.at);
-        }
         self.refuse(now, tokens)
+    }
+
+    /// The remembered denial's instant, if it answers a call of `tokens` at `now`:
+    /// every input that changes the state (a charge, a finish, hints) forgets it, so
+    /// a remembered denial still holds until its instant.
+    #[inline]
+    fn remembered_denial(&self, now: Timestamp, tokens: u64) -> Option<Timestamp> {
+        self.last_denial
+            .filter(|d| d.tokens == tokens && now < d.at)
+            .map(|d| d.at)
     }
 
     /// `acquire`'s answer to a call `admits_now` refused, remembered for the next ask.

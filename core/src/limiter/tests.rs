@@ -97,6 +97,46 @@ fn rpm_60_default_burst_spends_the_burst_then_paces() {
 }
 
 #[test]
+fn a_repeated_denial_is_remembered_until_an_input_changes_the_state() {
+    let mut limiter = Limiter::new(&config(Some(60), Some(1_000), 0.0));
+    assert_eq!(limiter.acquire(secs(0), 10), Admit::Go);
+    let first = limiter.acquire(nanos(1), 10);
+    let Admit::NotBefore(at) = first else {
+        panic!("{first:?}");
+    };
+    assert_eq!(
+        limiter.acquire(nanos(2), 10),
+        first,
+        "asked again, nothing changed"
+    );
+    assert_exact(&limiter, at, 10);
+    // Another size is computed afresh, and answered exactly.
+    let Admit::NotBefore(at_20) = limiter.acquire(nanos(2), 20) else {
+        panic!("a larger call is limited too");
+    };
+    assert!(at_20 > at, "{at_20:?} for 20 tokens, {at:?} for 10");
+    assert_exact(&limiter, at_20, 20);
+    // A hint that blocks for longer moves the instant; the remembered one is gone.
+    let hints = Hints {
+        requests: window(0, Some(Duration::from_secs(5))),
+        ..Hints::default()
+    };
+    limiter.on_hints(nanos(3), &hints);
+    let blocked = nanos(3) + Duration::from_secs(5);
+    assert_eq!(limiter.acquire(nanos(4), 10), Admit::NotBefore(blocked));
+    // So does a finish reporting more tokens than estimated.
+    limiter.on_finish(nanos(5), 10, Some(900));
+    let Admit::NotBefore(later) = limiter.acquire(nanos(6), 10) else {
+        panic!("still limited");
+    };
+    assert!(
+        later > blocked,
+        "{later:?} after the excess, block until {blocked:?}"
+    );
+    assert_exact(&limiter, later, 10);
+}
+
+#[test]
 fn busy_until_a_call_finishes() {
     let mut limiter = Limiter::new(&LimiterConfig {
         max_in_flight: Some(2),
@@ -563,8 +603,13 @@ fn run(cfg: &LimiterConfig, ops: &[Op]) -> Trace {
                 }
                 latest = latest.max(clock);
                 let checked = limiter.check(now, tokens);
+                // The same question with the remembered denial forgotten: computed afresh.
+                let mut fresh = limiter.clone();
+                fresh.last_denial = None;
+                let computed = fresh.check(now, tokens);
                 let admit = limiter.acquire(now, tokens);
                 assert_eq!(checked, admit, "check disagrees with acquire");
+                assert_eq!(computed, admit, "a remembered denial is stale");
                 match admit {
                     Admit::Go => {
                         in_flight.push(trace.admissions.len());
