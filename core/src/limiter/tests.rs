@@ -116,6 +116,7 @@ fn a_repeated_denial_is_remembered_until_an_input_changes_the_state() {
     };
     assert!(at_20 > at, "{at_20:?} for 20 tokens, {at:?} for 10");
     assert_exact(&limiter, at_20, 20);
+    assert_eq!(limiter.acquire(nanos(2), 10), first);
     // A hint that blocks for longer moves the instant; the remembered one is gone.
     let hints = Hints {
         requests: window(0, Some(Duration::from_secs(5))),
