@@ -27,6 +27,7 @@ pub const FIRST_FIVE: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 25.0,
+        against: None,
     },
 };
 
@@ -38,6 +39,7 @@ pub const STEADY: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 5.0,
+        against: None,
     },
 };
 

@@ -26,6 +26,7 @@ pub const SUCCESS: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 5.0,
+        against: None,
     },
 };
 
@@ -37,6 +38,7 @@ pub const FAILURE: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 5.0,
+        against: None,
     },
 };
 

@@ -27,6 +27,7 @@ pub const DEPOSIT: Group = Group {
     target: Target::Peer {
         ratio: 0.1,
         ns: f64::INFINITY,
+        against: None,
     },
 };
 
@@ -38,6 +39,7 @@ pub const WITHDRAW_SPENT: Group = Group {
     target: Target::Peer {
         ratio: 0.1,
         ns: f64::INFINITY,
+        against: None,
     },
 };
 
@@ -49,6 +51,7 @@ pub const CYCLE: Group = Group {
     target: Target::Peer {
         ratio: 0.1,
         ns: f64::INFINITY,
+        against: None,
     },
 };
 

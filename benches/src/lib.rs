@@ -88,12 +88,15 @@ pub struct Group {
 pub enum Target {
     /// No target: reported only.
     None,
-    /// At most `ratio` × the best peer and at most `ns` nanoseconds.
+    /// At most `ratio` × a peer and at most `ns` nanoseconds.
     Peer {
-        /// The largest allowed steadfast / best-peer ratio.
+        /// The largest allowed steadfast / peer ratio.
         ratio: f64,
         /// The largest allowed median, in nanoseconds (`f64::INFINITY` for none).
         ns: f64,
+        /// The peer the ratio is taken against, when the target names one; otherwise
+        /// the fastest peer.
+        against: Option<&'static str>,
     },
     /// At most `ns` nanoseconds.
     Absolute {

@@ -22,6 +22,9 @@ use steadfast_core::time::Timestamp;
 
 use crate::{Case, Group, STEADFAST, Target, Visitor, Workload};
 
+/// governor with its default clock: the peer the targets name.
+pub const GOVERNOR: &str = "governor";
+
 /// An admitted call.
 pub const ALLOWED: Group = Group {
     id: "limiter_allowed",
@@ -30,6 +33,7 @@ pub const ALLOWED: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 3.0,
+        against: Some(GOVERNOR),
     },
 };
 
@@ -41,6 +45,7 @@ pub const REJECTED: Group = Group {
     target: Target::Peer {
         ratio: 0.5,
         ns: 3.0,
+        against: Some(GOVERNOR),
     },
 };
 
@@ -189,7 +194,7 @@ pub fn visit<V: Visitor>(v: &mut V) {
         name,
     };
     v.visit(allowed(STEADFAST), steadfast_allowed::<true>);
-    v.visit(allowed("governor"), || governor(true));
+    v.visit(allowed(GOVERNOR), || governor(true));
     v.visit(allowed("governor_fake_clock"), || governor_fake(true));
 
     let rejected = |name| Case {
@@ -197,7 +202,7 @@ pub fn visit<V: Visitor>(v: &mut V) {
         name,
     };
     v.visit(rejected(STEADFAST), steadfast_rejected);
-    v.visit(rejected("governor"), || governor(false));
+    v.visit(rejected(GOVERNOR), || governor(false));
     v.visit(rejected("governor_fake_clock"), || governor_fake(false));
 
     v.visit(

@@ -149,12 +149,16 @@ impl Row {
     /// ratio (both measured in the same run, so a run on a busier machine moves
     /// both).
     pub fn ratio(&self) -> Option<f64> {
+        self.ratio_to(self.best_peer()?)
+    }
+
+    /// Steadfast's time over `peer`'s, as [`Row::ratio`] takes it.
+    pub fn ratio_to(&self, peer: &Measured) -> Option<f64> {
         let s = self.steadfast.as_ref()?;
-        let p = self.best_peer()?;
         let ratios = s
             .runs
             .iter()
-            .zip(&p.runs)
+            .zip(&peer.runs)
             .filter_map(|(s, p)| match (s, p) {
                 (Some(s), Some(p)) if *p > 0.0 => Some(s / p),
                 _ => None,
@@ -163,13 +167,30 @@ impl Row {
         median(ratios)
     }
 
+    /// The peer the group's target is set against: the one it names, else the
+    /// fastest.
+    pub fn target_peer(&self) -> Option<&Measured> {
+        match self.group.target {
+            Target::Peer {
+                against: Some(name),
+                ..
+            } => self.peers.iter().find(|m| m.case.name == name),
+            _ => self.best_peer(),
+        }
+    }
+
+    /// Steadfast's ratio to [`Row::target_peer`].
+    pub fn target_ratio(&self) -> Option<f64> {
+        self.ratio_to(self.target_peer()?)
+    }
+
     /// Whether steadfast meets the group's target (`None` without a target or data).
     pub fn meets_target(&self) -> Option<bool> {
         let s = self.steadfast.as_ref()?.median_ns?;
         match self.group.target {
             Target::None => None,
             Target::Absolute { ns } => Some(s <= ns),
-            Target::Peer { ratio, ns } => Some(self.ratio()? <= ratio && s <= ns),
+            Target::Peer { ratio, ns, .. } => Some(self.target_ratio()? <= ratio && s <= ns),
         }
     }
 }
@@ -247,8 +268,14 @@ fn target(row: &Row) -> String {
     let text = match row.group.target {
         Target::None => return String::new(),
         Target::Absolute { ns } => format!("≤ {ns} ns"),
-        Target::Peer { ratio, ns } if ns.is_finite() => format!("≤ {ratio}× and ≤ {ns} ns"),
-        Target::Peer { ratio, .. } => format!("≤ {ratio}×"),
+        Target::Peer { ratio, ns, against } => {
+            let peer = against.map_or_else(String::new, |name| format!(" {name}"));
+            if ns.is_finite() {
+                format!("≤ {ratio}×{peer} and ≤ {ns} ns")
+            } else {
+                format!("≤ {ratio}×{peer}")
+            }
+        }
     };
     match row.meets_target() {
         Some(true) => format!("{text} ✅"),
@@ -297,7 +324,7 @@ pub fn targets_table(rows: &[Row]) -> String {
     for row in rows.iter().filter(|r| r.group.target != Target::None) {
         let measured = match (
             row.steadfast.as_ref().and_then(|m| m.median_ns),
-            row.ratio(),
+            row.target_ratio(),
         ) {
             (Some(s), Some(r)) => format!("{} ns, {r:.2}×", ns(Some(s))),
             (Some(s), None) => format!("{} ns", ns(Some(s))),

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use steadfast_bench::report::{self, median};
-use steadfast_bench::{Case, Target, breaker, engine};
+use steadfast_bench::{Case, Target, breaker, engine, limiter};
 
 /// A fresh directory for one test's fake criterion output.
 fn scratch(name: &str) -> PathBuf {
@@ -71,7 +71,8 @@ fn rows_take_per_run_ratios_and_judge_targets() {
         breaker::SUCCESS.target,
         Target::Peer {
             ratio: 0.5,
-            ns: 5.0
+            ns: 5.0,
+            against: None,
         }
     );
     assert_eq!(row.meets_target(), Some(true));
@@ -97,4 +98,26 @@ fn rows_take_per_run_ratios_and_judge_targets() {
     for dir in &runs {
         let _ = fs::remove_dir_all(dir);
     }
+}
+
+#[test]
+fn a_target_naming_a_peer_is_judged_against_that_peer() {
+    let runs = [scratch("named")];
+    let g = limiter::REJECTED.id;
+    write_estimate(&runs[0], g, "steadfast", 1.5);
+    write_estimate(&runs[0], g, limiter::GOVERNOR, 9.0);
+    write_estimate(&runs[0], g, "governor_fake_clock", 1.0);
+    let rows = report::rows(&runs, &[]).unwrap();
+    let row = rows.iter().find(|r| r.group.id == g).unwrap();
+    // The table's ratio is to the fastest peer; the target's to the one it names.
+    assert_eq!(row.best_peer().unwrap().case.name, "governor_fake_clock");
+    assert_eq!(row.ratio(), Some(1.5));
+    assert_eq!(row.target_peer().unwrap().case.name, limiter::GOVERNOR);
+    assert_eq!(row.meets_target(), Some(true));
+    let targets = report::targets_table(&rows);
+    assert!(
+        targets.contains("≤ 0.5× governor and ≤ 3 ns ✅ | 1.50 ns, 0.17×"),
+        "{targets}"
+    );
+    let _ = fs::remove_dir_all(&runs[0]);
 }
