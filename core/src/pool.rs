@@ -448,29 +448,21 @@ impl Pool {
         let now = self.clock.observe(now);
         let mut earliest: Option<Timestamp> = None;
         let mut chosen = None;
-        // The walk of `order()`, written as two plain loops: this is the hot path of
-        // every attempt.
-        'walk: for g in &self.groups {
-            for step in 0..g.len {
-                let pos = wrap(g.rot.wrapping_add(step), g.len);
-                let Some(&endpoint) = self.ranked.get(g.start.wrapping_add(pos)) else {
-                    continue;
-                };
-                let Some(e) = self.endpoints.get(usize::from(endpoint.0)) else {
-                    continue;
-                };
-                match scan(self.keys_of_slot(e), e.cursor, now) {
-                    KeyPick::Key(key) => {
-                        if admit(Target { endpoint, key }) {
-                            chosen = Some((endpoint, key));
-                            break 'walk;
-                        }
+        for endpoint in self.order() {
+            let Some(e) = self.endpoint(endpoint) else {
+                continue;
+            };
+            match scan(self.keys_of_slot(e), e.cursor, now) {
+                KeyPick::Key(key) => {
+                    if admit(Target { endpoint, key }) {
+                        chosen = Some((endpoint, key));
+                        break;
                     }
-                    KeyPick::CoolingUntil(t) => {
-                        earliest = Some(earliest.map_or(t, |e| e.min(t)));
-                    }
-                    KeyPick::NoUsableKey => {}
                 }
+                KeyPick::CoolingUntil(t) => {
+                    earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                }
+                KeyPick::NoUsableKey => {}
             }
         }
         if let Some((endpoint, key)) = chosen {

@@ -499,41 +499,25 @@ impl Call {
             _ => None,
         };
         let latency = at.saturating_duration_since(sent_at);
-        let failure = match verdict {
-            Verdict::Success => {
-                let report = Report {
-                    grant,
-                    verdict,
-                    latency,
-                    hints: hints_of(&self.arrived),
-                    tokens_used,
-                    retry_at: None,
+        // A failure is planned (stop, or retry when) before the gate hears of it: the
+        // report carries the retry instant.
+        let planned = match verdict {
+            Verdict::Success => None,
+            Verdict::Failure(failure) => {
+                self.last_failure = Some(failure);
+                let stop = if matches!(self.arrived, Outcome::Cancelled) {
+                    Some(GiveUpReason::Cancelled)
+                } else {
+                    self.stop_reason(&failure)
                 };
-                gate.on_attempt_end(at, &report);
-                let finish = Finish::Success {
-                    attempts: self.attempts,
-                    target: grant.target,
+                let avoid = match stop {
+                    Some(_) => None,
+                    None => {
+                        let wait_hint = hints_of(&self.arrived).wait_hint();
+                        Some(self.plan_retry(gate, at, grant.target, &failure, wait_hint))
+                    }
                 };
-                self.events.push(CallEvent::Succeeded {
-                    at,
-                    attempts: self.attempts,
-                });
-                self.state = State::Done(finish);
-                return;
-            }
-            Verdict::Failure(f) => f,
-        };
-        self.last_failure = Some(failure);
-        let stop = if matches!(self.arrived, Outcome::Cancelled) {
-            Some(GiveUpReason::Cancelled)
-        } else {
-            self.stop_reason(&failure)
-        };
-        let avoid = match stop {
-            Some(_) => None,
-            None => {
-                let wait_hint = hints_of(&self.arrived).wait_hint();
-                Some(self.plan_retry(gate, at, grant.target, &failure, wait_hint))
+                Some((failure, stop, avoid))
             }
         };
         let report = Report {
@@ -542,14 +526,24 @@ impl Call {
             latency,
             hints: hints_of(&self.arrived),
             tokens_used,
-            retry_at: avoid.map(|a| a.until),
+            retry_at: planned.and_then(|(_, _, avoid)| avoid).map(|a| a.until),
         };
         gate.on_attempt_end(at, &report);
-        match (stop, avoid) {
-            (Some(reason), _) => {
+        match planned {
+            None => {
+                self.events.push(CallEvent::Succeeded {
+                    at,
+                    attempts: self.attempts,
+                });
+                self.state = State::Done(Finish::Success {
+                    attempts: self.attempts,
+                    target: grant.target,
+                });
+            }
+            Some((_, Some(reason), _)) => {
                 self.finish(at, reason);
             }
-            (None, Some(avoid)) => {
+            Some((failure, None, Some(avoid))) => {
                 self.events.push(CallEvent::RetryScheduled {
                     at,
                     failure,
@@ -560,7 +554,7 @@ impl Call {
                     wake: None,
                 };
             }
-            (None, None) => {
+            Some((_, None, None)) => {
                 self.state = State::Ready {
                     avoid: None,
                     wake: None,
