@@ -11,7 +11,7 @@
 //! the retry number or allocates.
 //!
 //! Randomness comes from the caller's RNG: a mode that needs it draws exactly one
-//! `next_u64` per delay, [`Jitter::None`] draws nothing, so a seed replays the same
+//! `next_u32` per delay, [`Jitter::None`] draws nothing, so a seed replays the same
 //! delays.
 
 use core::time::Duration;
@@ -19,7 +19,7 @@ use rand_core::Rng;
 
 use crate::config::{ordered, within};
 use crate::error::ConfigError;
-use crate::rng::{below, unit_f64};
+use crate::rng::{fraction_of, unit_fraction};
 use crate::time::nanos_of;
 
 /// How a computed delay `d` is randomised.
@@ -124,6 +124,14 @@ pub struct Backoff {
     /// (the squaring chain is the slowest part of a delay).
     memo_exp: u32,
     memo_ns: f64,
+    /// `base` in whole nanoseconds.
+    base_whole: u64,
+    /// The least shift of `base` that reaches `cap` (at most 64).
+    cap_shift: u64,
+    /// `log2(factor)` when the factor is a power of two (the default 2 is) and the
+    /// delays fit the float path's exact range: then a delay is `base` shifted left,
+    /// in integer arithmetic, and equal to what the float path computes.
+    shift: Option<u32>,
     /// `memo_ns` in whole nanoseconds, clamped to `[0, cap]`.
     memo_whole: u64,
 }
@@ -133,23 +141,33 @@ impl Backoff {
     pub fn new(config: BackoffConfig) -> Backoff {
         let base_u = nanos_of(config.base);
         let cap_ns = nanos_of(config.cap);
-        let base_ns = base_u as f64;
-        let cap_f = cap_ns as f64;
+        let base_ns = float_of(base_u);
+        let cap_f = float_of(cap_ns);
         let max_exp =
             if base_u == 0 || base_u >= cap_ns || config.factor.is_nan() || config.factor <= 1.0 {
                 0
             } else {
-                // factor^k ≥ cap/base as soon as k × log2(factor) ≥ log2(cap/base); a lower
-                // bound on the first and an upper bound on the second give a safe k. The
-                // extra 2 absorbs rounding in the repeated squaring.
-                let k = log2_upper(cap_f / base_ns) / log2_lower(config.factor);
-                (k as u32).saturating_add(2)
+                // factor^k ≥ cap/base as soon as k × log2(factor) ≥ log2(cap/base). The
+                // bit lengths bound the second from above (cap < 2^bits(cap), base ≥
+                // 2^(bits(base) − 1)) and `log2_lower` the first from below, so k is safe;
+                // a factor of 2 or more needs no division. The extra 2 absorbs rounding in
+                // the repeated squaring.
+                let doublings = base_u
+                    .leading_zeros()
+                    .saturating_sub(cap_ns.leading_zeros())
+                    .saturating_add(1);
+                let k = if config.factor >= 2.0 {
+                    doublings
+                } else {
+                    (f64::from(doublings) / log2_lower(config.factor)) as u32
+                };
+                k.saturating_add(2)
             };
         let spread = match config.jitter {
             Jitter::Proportional(f) if f > 0.0 => f.min(1.0),
             _ => 0.0,
         };
-        let first = grow(base_ns, config.factor, cap_f, 0);
+        let first = base_ns.min(cap_f);
         Backoff {
             config,
             base_ns,
@@ -160,7 +178,10 @@ impl Backoff {
             prev_ns: base_ns,
             memo_exp: 0,
             memo_ns: first,
-            memo_whole: (first as u64).min(cap_ns),
+            base_whole: base_u,
+            cap_shift: cap_shift(base_u, cap_ns),
+            shift: exact_shift(config.factor, base_u, cap_ns),
+            memo_whole: clamp_to(first, cap_ns),
         }
     }
 
@@ -178,36 +199,68 @@ impl Backoff {
     /// The un-jittered delay before retry number `retry` (1 for the first retry; 0 is
     /// treated as 1): `min(cap, base × factor^(retry-1))`.
     pub fn nominal(&self, retry: u32) -> Duration {
-        Duration::from_nanos(self.clamp_ns(self.nominal_ns(retry)))
+        let ns = match self.shift {
+            Some(bits) => self.shifted(bits, retry),
+            None => self.clamp_ns(self.nominal_ns(retry)),
+        };
+        Duration::from_nanos(ns)
     }
 
     /// The delay before retry number `retry` (1 for the first retry; 0 is treated as
     /// 1), jittered as configured. Always in `[0, cap]`.
     ///
-    /// Draws exactly one `next_u64` from `rng` unless the mode is [`Jitter::None`].
+    /// Draws exactly one `next_u32` from `rng` unless the mode is [`Jitter::None`].
     #[inline]
     pub fn next_delay<R: Rng + ?Sized>(&mut self, retry: u32, rng: &mut R) -> Duration {
-        self.remember(retry);
         let ns = match self.config.jitter {
-            Jitter::None => self.memo_whole,
+            Jitter::None => self.nominal_whole(retry),
             // Uniform in `[0, d)` in integer arithmetic: no float conversions.
-            Jitter::Full => below(rng, self.memo_whole),
-            _ => self.jittered_float(rng),
+            Jitter::Full => {
+                let nominal = self.nominal_whole(retry);
+                fraction_of(rng, nominal)
+            }
+            _ => self.jittered_float(retry, rng),
         };
         Duration::from_nanos(ns)
     }
 
+    /// [`Backoff::nominal`] in whole nanoseconds: shifted when the factor is a power of
+    /// two, else from the memo.
+    #[inline]
+    fn nominal_whole(&mut self, retry: u32) -> u64 {
+        match self.shift {
+            Some(bits) => self.shifted(bits, retry),
+            None => {
+                self.remember(retry);
+                self.memo_whole
+            }
+        }
+    }
+
+    /// `min(cap, base × 2^(bits × (retry − 1)))`, exactly.
+    #[inline]
+    fn shifted(&self, bits: u32, retry: u32) -> u64 {
+        let shift = u64::from(retry.saturating_sub(1)).wrapping_mul(u64::from(bits));
+        if shift >= self.cap_shift {
+            self.cap_ns
+        } else {
+            // shift < cap_shift ≤ 64, and below it the shifted base stays under cap.
+            self.base_whole << shift
+        }
+    }
+
     /// The modes that scale or shift the nominal delay by a fraction.
-    fn jittered_float<R: Rng + ?Sized>(&mut self, rng: &mut R) -> u64 {
+    fn jittered_float<R: Rng + ?Sized>(&mut self, retry: u32, rng: &mut R) -> u64 {
+        self.remember(retry);
         let ns = match self.config.jitter {
-            Jitter::Equal => self.memo_ns * (0.5 + 0.5 * unit_f64(rng)),
+            Jitter::Equal => self.memo_ns * (0.5 + 0.5 * unit_fraction(rng)),
             Jitter::Proportional(_) => {
-                let u = unit_f64(rng);
+                let u = unit_fraction(rng);
                 self.memo_ns * (1.0 + self.spread * (2.0 * u - 1.0))
             }
             Jitter::Decorrelated => {
                 let high = (self.prev_ns * 3.0).max(self.base_ns);
-                let x = (self.base_ns + (high - self.base_ns) * unit_f64(rng)).min(self.cap_f);
+                let x = (self.base_ns + (high - self.base_ns) * unit_fraction(rng)).min(self.cap_f);
                 self.prev_ns = x;
                 x
             }
@@ -238,8 +291,57 @@ impl Backoff {
     /// Saturating conversion to whole nanoseconds in `[0, cap]` (NaN and negatives to 0).
     #[inline]
     fn clamp_ns(&self, ns: f64) -> u64 {
-        (ns as u64).min(self.cap_ns)
+        clamp_to(ns, self.cap_ns)
     }
+}
+
+/// `k` when `factor` is exactly `2^k` (`k ≥ 1`), `base` is positive and both `base`
+/// and `cap` are exact as floats (below 2^53 ns, 104 days): where shifting `base` gives
+/// exactly the float path's delays.
+fn exact_shift(factor: f64, base: u64, cap: u64) -> Option<u32> {
+    let bits = factor.to_bits();
+    let exponent = (bits >> 52) & 0x7ff;
+    let power_of_two = bits & ((1u64 << 52) - 1) == 0 && exponent > 1023 && exponent < 0x7ff;
+    let exact = base > 0 && base < (1u64 << 53) && cap < (1u64 << 53);
+    (power_of_two && exact).then(|| (exponent.saturating_sub(1023)) as u32)
+}
+
+/// The least `s` with `base × 2^s ≥ cap` (64 when none below 64 does, as for a zero
+/// base, whose delays `exact_shift` sends down the float path).
+fn cap_shift(base: u64, cap: u64) -> u64 {
+    if base >= cap {
+        return 0;
+    }
+    if base == 0 {
+        return 64;
+    }
+    // Shifted to cap's bit length the base is either at least cap, or one more doubling
+    // is.
+    let s = base.leading_zeros().saturating_sub(cap.leading_zeros());
+    let aligned = base.checked_shl(s).unwrap_or(u64::MAX);
+    u64::from(if aligned >= cap {
+        s
+    } else {
+        s.saturating_add(1)
+    })
+}
+
+/// `x` as a float; through `i64` (one instruction, exact for the same values) below
+/// 2^63.
+#[inline]
+fn float_of(x: u64) -> f64 {
+    match i64::try_from(x) {
+        Ok(signed) => signed as f64,
+        Err(_) => x as f64,
+    }
+}
+
+/// `ns` in whole nanoseconds within `[0, cap]` (NaN and negatives to 0). Converting
+/// through `i64` is one instruction where `u64` takes a branchy sequence; delays past
+/// 2^63 ns (292 years) are cut there.
+#[inline]
+fn clamp_to(ns: f64, cap: u64) -> u64 {
+    ((ns as i64).max(0) as u64).min(cap)
 }
 
 /// `min(cap, base × factor^n)`, by square-and-multiply over the bits of `n`: a handful
@@ -266,12 +368,6 @@ fn log2_lower(x: f64) -> f64 {
     let exp = ((bits >> 52) & 0x7ff) as f64 - 1023.0;
     let frac = (bits & ((1u64 << 52) - 1)) as f64 * (1.0 / (1u64 << 52) as f64);
     exp + frac
-}
-
-/// An upper bound on `log2(x)` for finite `x ≥ 1`: the binary exponent plus one.
-fn log2_upper(x: f64) -> f64 {
-    let bits = x.to_bits();
-    ((bits >> 52) & 0x7ff) as f64 - 1022.0
 }
 
 #[cfg(test)]

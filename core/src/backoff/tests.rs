@@ -16,10 +16,11 @@ fn config(jitter: Jitter) -> BackoffConfig {
     }
 }
 
-/// An RNG that counts its draws.
+/// An RNG that counts its draws: `next_u32`, and anything wider.
 struct Counting {
     inner: CoreRng,
     draws: usize,
+    wide: usize,
 }
 
 impl rand_core::TryRng for Counting {
@@ -31,12 +32,12 @@ impl rand_core::TryRng for Counting {
     }
 
     fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        self.draws += 1;
+        self.wide += 1;
         Ok(self.inner.next_u64())
     }
 
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        self.draws += 1;
+        self.wide += 1;
         self.inner.fill_bytes(dst);
         Ok(())
     }
@@ -76,18 +77,20 @@ fn none_gives_exact_exponential_delays_up_to_the_cap() {
 }
 
 #[test]
-fn none_draws_nothing_and_random_modes_draw_exactly_once() {
+fn none_draws_nothing_and_random_modes_draw_one_u32_each() {
     for mode in ALL_MODES {
         let mut rng = Counting {
             inner: from_u64(3),
             draws: 0,
+            wide: 0,
         };
         let mut b = Backoff::new(config(mode));
         for n in [0, 1, 2, 7, 10_000, u32::MAX] {
             b.next_delay(n, &mut rng);
         }
         let expected = if mode == Jitter::None { 0 } else { 6 };
-        assert_eq!(rng.draws, expected, "{mode:?}");
+        assert_eq!(rng.draws, expected, "{mode:?}: one next_u32 per delay");
+        assert_eq!(rng.wide, 0, "{mode:?}");
     }
 }
 
@@ -195,7 +198,7 @@ fn decorrelated_sequence_is_pinned() {
     // The first delay is base + 2·base·u with the first draw of seed 0.
     let mut b = Backoff::new(config(Jitter::Decorrelated));
     let mut rng = from_u64(0);
-    let u = unit_f64(&mut from_u64(0));
+    let u = unit_fraction(&mut from_u64(0));
     let expected = Duration::from_nanos((500_000_000.0 + 1_000_000_000.0 * u) as u64);
     assert_eq!(b.next_delay(1, &mut rng), expected);
 }
@@ -316,17 +319,43 @@ fn any_retry() -> impl Strategy<Value = u32> {
 }
 
 fn any_config() -> impl Strategy<Value = BackoffConfig> {
-    (0..=60_000u64, 1.0..=10.0f64, 1..=120_000u64, any_jitter()).prop_map(
-        |(base, factor, cap, jitter)| BackoffConfig {
+    let factor = prop_oneof![1.0..=10.0f64, Just(2.0), Just(4.0), Just(8.0)];
+    (0..=60_000u64, factor, 1..=120_000u64, any_jitter()).prop_map(|(base, factor, cap, jitter)| {
+        BackoffConfig {
             base: ms(base.min(cap)),
             factor,
             cap: ms(cap),
             jitter,
-        },
-    )
+        }
+    })
 }
 
 proptest! {
+    #[test]
+    fn power_of_two_factors_shift_to_exactly_the_float_paths_delays(
+        base in 1u64..(1u64 << 53),
+        cap in 1u64..=(1u64 << 54),
+        bits in 1u32..=4,
+        retries in proptest::collection::vec(any_retry(), 1..30),
+    ) {
+        let c = BackoffConfig {
+            base: Duration::from_nanos(base),
+            factor: f64::from(1u32 << bits),
+            cap: Duration::from_nanos(cap),
+            jitter: Jitter::None,
+        };
+        let mut shifted = Backoff::new(c);
+        let exact = cap < 1u64 << 53;
+        prop_assert_eq!(shifted.shift, exact.then_some(bits));
+        let mut float = shifted;
+        float.shift = None;
+        let mut rng = from_u64(0);
+        for n in retries {
+            prop_assert_eq!(shifted.nominal(n), float.nominal(n), "retry {}", n);
+            prop_assert_eq!(shifted.next_delay(n, &mut rng), float.next_delay(n, &mut rng));
+        }
+    }
+
     #[test]
     fn delays_are_within_zero_and_cap(
         c in any_config(),
