@@ -2,8 +2,9 @@
 //!
 //! The core owns a [`ChaCha8Rng`] made from a caller's 32-byte seed. ChaCha8 is portable
 //! (the same seed gives the same stream on every platform and release, unlike `StdRng`),
-//! so a seed printed by a failing test replays the same run. Only `next_u64` is used, and
-//! the mapping to floats and ranges is our own, so a change in `rand` cannot alter a trace.
+//! so a seed printed by a failing test replays the same run. Only `next_u64` and
+//! `next_u32` are used, and the mapping to floats and ranges is our own, so a change in
+//! `rand` cannot alter a trace.
 
 pub use rand_chacha::ChaCha8Rng;
 pub use rand_core::{Rng, SeedableRng};
@@ -79,5 +80,27 @@ mod tests {
             assert!(below(&mut r, 10) < 10);
         }
         assert_eq!(below(&mut r, 0), 0);
+    }
+
+    #[test]
+    fn fractions_stay_in_range_and_agree() {
+        let mut r = from_u64(2);
+        for _ in 0..10_000 {
+            let u = unit_fraction(&mut r);
+            assert!((0.0..1.0).contains(&u), "{u}");
+            assert!(fraction_of(&mut r, 10) < 10);
+        }
+        assert_eq!(fraction_of(&mut r, 0), 0);
+        assert_eq!(fraction_of(&mut r, 1), 0);
+        // One draw, one fraction: the integer and the float forms agree.
+        for n in [1u64, 7, 1_000_000_007, 30_000_000_000, u64::MAX >> 11] {
+            let (mut a, mut b) = (from_u64(n), from_u64(n));
+            let whole = fraction_of(&mut a, n);
+            let float = (n as f64 * unit_fraction(&mut b)) as u64;
+            assert!(
+                whole.abs_diff(float) <= 1 + n / (1 << 40),
+                "{n}: {whole} vs {float}"
+            );
+        }
     }
 }
