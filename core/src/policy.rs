@@ -110,6 +110,17 @@ const fn millis(ms: u64) -> Duration {
 }
 
 impl Policy {
+    /// This policy with every random spread off: backoff jitter, the spread added to
+    /// server hints and the breaker's open-time jitter. Every instant is then exact,
+    /// for tests and for replays that compare instants.
+    #[must_use]
+    pub fn without_jitter(mut self) -> Policy {
+        self.backoff.jitter = crate::backoff::Jitter::None;
+        self.retry.hint_jitter = 0.0;
+        self.breaker.open_jitter = 0.0;
+        self
+    }
+
     /// The defaults (see [`RetryConfig`], [`BackoffConfig`], [`BudgetConfig`]).
     pub fn standard() -> Policy {
         Policy::default()

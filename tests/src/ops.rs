@@ -199,9 +199,7 @@ impl Setup {
             PresetChoice::Streaming => Preset::Streaming,
         });
         if self.exact {
-            p.backoff.jitter = Jitter::None;
-            p.retry.hint_jitter = 0.0;
-            p.breaker.open_jitter = 0.0;
+            p = p.without_jitter();
         }
         if let Some(n) = self.max_attempts {
             p.retry.max_attempts = n;

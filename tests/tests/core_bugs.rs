@@ -6,7 +6,6 @@
 use core::time::Duration;
 use std::sync::mpsc;
 
-use steadfast_core::backoff::Jitter;
 use steadfast_core::engine::{EndpointSpec, Engine};
 use steadfast_core::hints::{Hints, parse_http_date_at};
 use steadfast_core::limiter::LimiterConfig;
@@ -23,11 +22,7 @@ fn at(n: u64) -> Timestamp {
 
 /// No jitter anywhere, so every instant is exact.
 fn exact() -> Policy {
-    let mut p = Policy::default();
-    p.backoff.jitter = Jitter::None;
-    p.retry.hint_jitter = 0.0;
-    p.breaker.open_jitter = 0.0;
-    p
+    Policy::default().without_jitter()
 }
 
 fn engine(policy: Policy) -> Engine {

@@ -1,7 +1,6 @@
 //! Scripted runs of the harness with a fixed policy: known stories end as they must,
 //! with every invariant checked along the way.
 
-use steadfast_core::backoff::Jitter;
 use steadfast_core::engine::EndpointSpec;
 use steadfast_core::ids::{EndpointId, Target};
 use steadfast_core::outcome::{BodyState, Phase, TransportKind};
@@ -11,11 +10,7 @@ use steadfast_tests::harness::{Checks, Harness};
 use steadfast_tests::ops::{Answer, Body, Header, HttpAnswer, NewCall, Op, Status};
 
 fn exact() -> Policy {
-    let mut p = Policy::default();
-    p.backoff.jitter = Jitter::None;
-    p.retry.hint_jitter = 0.0;
-    p.breaker.open_jitter = 0.0;
-    p
+    Policy::default().without_jitter()
 }
 
 fn call() -> Op {

@@ -1,9 +1,12 @@
-//! What the clients' `chat` examples share: their arguments, the key lookup and the
-//! request, so that each example is only its client's send-and-print.
+//! What the clients' `chat` examples share: their arguments, the key lookup, the
+//! request and the printing, so that each example is only its client's build and send.
+
+use std::fmt;
+use std::process::ExitCode;
 
 use serde_json::Value;
 
-use crate::{ApiKey, EndpointDef, Provider};
+use crate::{ApiKey, EndpointDef, Provider, Reply};
 
 /// How the examples are called.
 pub const USAGE: &str =
@@ -23,6 +26,15 @@ pub struct ChatArgs {
 }
 
 impl ChatArgs {
+    /// The process's arguments, or the error and [`USAGE`] on stderr and the exit
+    /// status to end with.
+    pub fn from_env() -> Result<ChatArgs, ExitCode> {
+        ChatArgs::parse(std::env::args().skip(1)).map_err(|e| {
+            eprintln!("error: {e}\n{USAGE}");
+            ExitCode::FAILURE
+        })
+    }
+
     /// Reads the flags (the program name already skipped).
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<ChatArgs, String> {
         let (mut base_url, mut provider, mut model) = (None, None, None);
@@ -69,6 +81,29 @@ impl ChatArgs {
             "max_tokens": 256,
             "messages": [{"role": "user", "content": self.message}],
         })
+    }
+}
+
+/// A client that could not be set up: the error on stderr, and the exit status.
+pub fn setup_failed(e: impl fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+/// The reply's JSON body on stdout and its attempts on stderr, or the error (shown and
+/// debug-printed) on stderr; the exit status.
+pub fn print_reply<E: fmt::Display + fmt::Debug>(result: Result<Reply, E>) -> ExitCode {
+    match result {
+        Ok(reply) => {
+            println!("{:#}", reply.body);
+            eprintln!("attempts: {}", reply.attempts);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("{e:?}");
+            ExitCode::FAILURE
+        }
     }
 }
 

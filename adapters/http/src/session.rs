@@ -141,6 +141,18 @@ impl<'c, E> Session<'c, E> {
         self.call.idempotency_key()
     }
 
+    /// [`Session::poll`] for a blocking driver: sleeps this thread through every
+    /// [`Step::Sleep`]; the next attempt to send, or `None` when the call is done.
+    pub fn next_send_blocking(&mut self) -> Option<Outgoing<'c>> {
+        loop {
+            match self.poll() {
+                Step::Send(out) => return Some(out),
+                Step::Sleep(until) => std::thread::sleep(crate::clock::until(until)),
+                Step::Done => return None,
+            }
+        }
+    }
+
     /// What to do next.
     pub fn poll(&mut self) -> Step<'c> {
         if self.finish.is_some() {

@@ -33,23 +33,12 @@ fn setup(fallbacks: Vec<Fallback>) -> Shared {
     Shared::new(s).expect("setup")
 }
 
-/// Polls until the session asks to send (sleeping through waits) or is done.
-fn next_send<'c>(s: &mut Session<'c, FakeError>) -> Option<Outgoing<'c>> {
-    loop {
-        match s.poll() {
-            Step::Send(out) => return Some(out),
-            Step::Sleep(until) => std::thread::sleep(clock::until(until)),
-            Step::Done => return None,
-        }
-    }
-}
-
 #[test]
 fn retries_carry_the_same_key_and_the_prepared_request() {
     let shared = setup(Vec::new());
     let request = json!({"model": "caller", "messages": []});
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    let first = next_send(&mut s).expect("first attempt");
+    let first = s.next_send_blocking().expect("first attempt");
     assert_eq!(first.url, "http://127.0.0.1:9/v1/chat/completions");
     assert_eq!(first.headers["authorization"], "Bearer sk-one");
     assert!(first.headers["authorization"].is_sensitive());
@@ -62,7 +51,7 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
         &HeaderMap::new(),
         br#"{"error":{"message":"busy sk-one"}}"#,
     );
-    let second = next_send(&mut s).expect("a retry");
+    let second = s.next_send_blocking().expect("a retry");
     assert_eq!(second.headers["idempotency-key"], key);
     assert_eq!(second.attempt.id.0, 2);
     s.on_response(
@@ -70,7 +59,7 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
         &HeaderMap::new(),
         br#"{"ok":true,"usage":{"total_tokens":3}}"#,
     );
-    assert!(next_send(&mut s).is_none());
+    assert!(s.next_send_blocking().is_none());
     let reply = s.into_reply().expect("success");
     assert_eq!((reply.body["ok"].clone(), reply.attempts), (json!(true), 2));
     let m = shared.metrics();
@@ -82,18 +71,18 @@ fn a_give_up_keeps_the_last_error_without_the_key() {
     let shared = setup(Vec::new());
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_transport(
         Transport::new(TransportKind::Reset, Phase::AfterSend),
         Some(FakeError),
     );
-    next_send(&mut s).expect("retried");
+    s.next_send_blocking().expect("retried");
     s.on_response(
         400,
         &HeaderMap::new(),
         br#"{"error":{"message":"bad sk-one"}}"#,
     );
-    assert!(next_send(&mut s).is_none());
+    assert!(s.next_send_blocking().is_none());
     let e = s.into_reply().expect_err("not retryable");
     assert_eq!(
         (e.reason, e.status, e.attempts),
@@ -108,18 +97,18 @@ fn a_2xx_body_that_is_not_json_is_retried() {
     let shared = setup(Vec::new());
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_response(200, &HeaderMap::new(), b"{\"cut");
-    next_send(&mut s).expect("retried");
+    s.next_send_blocking().expect("retried");
     s.on_body_error(
         200,
         &HeaderMap::new(),
         Transport::new(TransportKind::BodyCut, Phase::AfterSend),
         FakeError,
     );
-    next_send(&mut s).expect("retried again");
+    s.next_send_blocking().expect("retried again");
     s.on_response(200, &HeaderMap::new(), b"{}");
-    assert_eq!(next_send(&mut s).map(|o| o.attempt.id), None);
+    assert_eq!(s.next_send_blocking().map(|o| o.attempt.id), None);
     assert_eq!(s.into_reply().expect("success").attempts, 3);
 }
 
@@ -131,11 +120,11 @@ fn broken_limits_are_typed_and_only_for_the_last_attempt() {
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
     assert_eq!(s.max_body(), 1000);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_head_too_large(Some(FakeError));
-    next_send(&mut s).expect("retried");
+    s.next_send_blocking().expect("retried");
     s.on_body_too_large(503, &HeaderMap::new());
-    next_send(&mut s).expect("retried");
+    s.next_send_blocking().expect("retried");
     s.on_response(400, &HeaderMap::new(), b"");
     let e = s.into_reply().expect_err("not retryable");
     assert_eq!(
@@ -146,17 +135,17 @@ fn broken_limits_are_typed_and_only_for_the_last_attempt() {
 
     // A success too large to read is not retried: the same request gets the same answer.
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_body_too_large(200, &HeaderMap::new());
-    assert_eq!(next_send(&mut s).map(|o| o.attempt.id), None);
+    assert_eq!(s.next_send_blocking().map(|o| o.attempt.id), None);
     let e = s.into_reply().expect_err("too large");
     assert_eq!((e.exceeded, e.attempts), (Some(Exceeded::BodyTooLarge), 1));
 
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_head_too_large(Some(FakeError));
     let mut last = None;
-    while next_send(&mut s).is_some() {
+    while s.next_send_blocking().is_some() {
         s.on_body_too_large(200, &HeaderMap::new());
         last = Some(Exceeded::BodyTooLarge);
     }
@@ -175,7 +164,7 @@ fn a_dropped_session_is_cancelled() {
     let shared = setup(Vec::new());
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
-    let out = next_send(&mut s).expect("attempt");
+    let out = s.next_send_blocking().expect("attempt");
     assert!(s.stream_reader(503).is_none());
     assert!(s.stream_reader(200).is_some());
     assert_eq!(out.first_event_timeout(), out.timeout());
@@ -189,9 +178,9 @@ fn stored_results_feed_the_stored_fallback() {
     assert!(shared.fallback(0, Some(b"id-1")).is_none());
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, Some(b"id-1"), &request, false);
-    next_send(&mut s).expect("attempt");
+    s.next_send_blocking().expect("attempt");
     s.on_response(200, &HeaderMap::new(), br#"{"answer":1}"#);
-    assert!(next_send(&mut s).is_none());
+    assert!(s.next_send_blocking().is_none());
     s.into_reply().expect("success");
     match shared.fallback(0, Some(b"id-1")) {
         Some(FallbackStep::Ready(v, FallbackKind::Stored)) => assert_eq!(v, json!({"answer": 1})),

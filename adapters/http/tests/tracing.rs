@@ -9,7 +9,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::json;
 use steadfast_core::policy::Policy;
-use steadfast_http::{EndpointDef, Provider, Session, Setup, Shared, Step, clock};
+use steadfast_http::{EndpointDef, Provider, Session, Setup, Shared};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -44,17 +44,6 @@ impl Subscriber for Recorder {
     fn exit(&self, _: &Id) {}
 }
 
-/// Polls until the session asks to send (sleeping through waits) or is done.
-fn sends(s: &mut Session<'_, ()>) -> bool {
-    loop {
-        match s.poll() {
-            Step::Send(_) => return true,
-            Step::Sleep(until) => std::thread::sleep(clock::until(until)),
-            Step::Done => return false,
-        }
-    }
-}
-
 #[test]
 fn one_tracing_event_per_core_event_and_no_secret() {
     let rec = Recorder::default();
@@ -73,15 +62,15 @@ fn one_tracing_event_per_core_event_and_no_secret() {
     let shared = Shared::new(setup).expect("setup");
     let request = json!({});
     let mut s: Session<'_, ()> = Session::new(&shared, None, &request, false);
-    assert!(sends(&mut s));
+    assert!(s.next_send_blocking().is_some());
     s.on_response(
         429,
         &HeaderMap::new(),
         br#"{"error":{"message":"sk-secret"}}"#,
     );
-    assert!(sends(&mut s));
+    assert!(s.next_send_blocking().is_some());
     s.on_response(200, &HeaderMap::new(), b"{}");
-    assert!(!sends(&mut s));
+    assert!(s.next_send_blocking().is_none());
     s.into_reply().expect("success");
     let lines = rec.0.lock().unwrap().clone();
     // Two attempts started, a key cooled, a retry scheduled, a success.

@@ -11,39 +11,22 @@
 
 use std::process::ExitCode;
 
-use steadfast_http::example::{ChatArgs, USAGE};
+use steadfast_http::example::{self, ChatArgs};
 use steadfast_ureq::Client;
 
 fn main() -> ExitCode {
-    let args = match ChatArgs::parse(std::env::args().skip(1)) {
+    let args = match ChatArgs::from_env() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}\n{USAGE}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
-    let client = match args.endpoint().and_then(|e| {
+    let built = args.endpoint().and_then(|e| {
         Client::builder()
             .endpoint(e)
             .build()
             .map_err(|e| e.to_string())
-    }) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match client.chat(args.request()) {
-        Ok(reply) => {
-            println!("{:#}", reply.body);
-            eprintln!("attempts: {}", reply.attempts);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("{e:?}");
-            ExitCode::FAILURE
-        }
+    });
+    match built {
+        Ok(client) => example::print_reply(client.chat(args.request())),
+        Err(e) => example::setup_failed(e),
     }
 }

@@ -5,7 +5,7 @@ use std::io::Read;
 use http::HeaderMap;
 use serde_json::Value;
 use steadfast_http::body::LimitedBody;
-use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared, Step, clock};
+use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared};
 use ureq::Agent;
 use ureq::http::Response;
 
@@ -52,13 +52,10 @@ fn call(
     body: &Value,
 ) -> Result<Reply, CallError> {
     let mut s: S<'_> = Session::new(shared, business_id, body, false);
-    loop {
-        match s.poll() {
-            Step::Send(out) => exchange(agent, &mut s, out),
-            Step::Sleep(until) => std::thread::sleep(clock::until(until)),
-            Step::Done => return s.into_reply(),
-        }
+    while let Some(out) = s.next_send_blocking() {
+        exchange(agent, &mut s, out);
     }
+    s.into_reply()
 }
 
 /// Sends; `None` when the attempt failed before a response (and was reported).
@@ -152,12 +149,8 @@ pub(crate) struct Opened {
 pub(crate) fn stream(agent: &Agent, shared: &Shared, body: &Value) -> Result<EventIter, CallError> {
     let mut s: S<'_> = Session::new(shared, None, body, true);
     let mut opened = None;
-    loop {
-        match s.poll() {
-            Step::Send(out) => opened = open(agent, &mut s, out),
-            Step::Sleep(until) => std::thread::sleep(clock::until(until)),
-            Step::Done => break,
-        }
+    while let Some(out) = s.next_send_blocking() {
+        opened = open(agent, &mut s, out);
     }
     s.into_stream()?;
     Ok(EventIter::new(opened))

@@ -4,7 +4,6 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::*;
-use crate::backoff::Jitter;
 use crate::classify::ErrorFacts;
 use crate::outcome::{Outcome, Response};
 use crate::retry::{Decision, Finish};
@@ -19,11 +18,7 @@ fn at(n: u64) -> Timestamp {
 
 /// A policy with no jitter, so instants are exact.
 fn exact() -> Policy {
-    let mut p = Policy::default();
-    p.backoff.jitter = Jitter::None;
-    p.retry.hint_jitter = 0.0;
-    p.breaker.open_jitter = 0.0;
-    p
+    Policy::default().without_jitter()
 }
 
 fn seed(n: u8) -> Seed {

@@ -270,15 +270,19 @@ fn higher_usage_is_charged_when_reported() {
     );
 }
 
-#[test]
-fn refund_never_reopens_capacity_a_later_call_used() {
-    // 100 tokens per 51 s, burst 50: sustained 51 tokens per 51 s, one a second.
-    let cfg = LimiterConfig {
+/// 100 tokens per 51 s, burst 50: sustained 51 tokens per 51 s, one a second.
+fn hundred_tokens_per_51s() -> LimiterConfig {
+    LimiterConfig {
         tokens: Some(100),
         period: Duration::from_secs(51),
         burst: 0.5,
         ..LimiterConfig::default()
-    };
+    }
+}
+
+#[test]
+fn refund_never_reopens_capacity_a_later_call_used() {
+    let cfg = hundred_tokens_per_51s();
     let mut limiter = Limiter::new(&cfg);
     assert_eq!(limiter.acquire(secs(0), 50), Admit::Go); // X
     // Idle until 80 s: X's charge has drained; Y arrives to an idle timeline.
@@ -298,12 +302,7 @@ fn refund_never_reopens_capacity_a_later_call_used() {
 
 #[test]
 fn excess_reported_after_a_call_limits_that_calls_refund() {
-    let cfg = LimiterConfig {
-        tokens: Some(100),
-        period: Duration::from_secs(51),
-        burst: 0.5,
-        ..LimiterConfig::default()
-    };
+    let cfg = hundred_tokens_per_51s();
     let mut limiter = Limiter::new(&cfg);
     assert_eq!(limiter.acquire(secs(0), 50), Admit::Go); // X
     assert_eq!(limiter.acquire(secs(0), 0), Admit::Go); // W
@@ -316,12 +315,7 @@ fn excess_reported_after_a_call_limits_that_calls_refund() {
 
 #[test]
 fn refund_with_overlapping_calls_goes_as_far_as_the_later_lead() {
-    let cfg = LimiterConfig {
-        tokens: Some(100),
-        period: Duration::from_secs(51),
-        burst: 0.5,
-        ..LimiterConfig::default()
-    };
+    let cfg = hundred_tokens_per_51s();
     let mut limiter = Limiter::new(&cfg);
     assert_eq!(limiter.acquire(secs(0), 30), Admit::Go); // X: timeline 30 s ahead
     assert_eq!(limiter.acquire(secs(10), 10), Admit::Go); // Y: lead 20 s

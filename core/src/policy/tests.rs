@@ -96,3 +96,20 @@ mod serde_tests {
         );
     }
 }
+
+#[test]
+fn without_jitter_turns_every_spread_off_and_nothing_else() {
+    for preset in Preset::ALL {
+        let p = Policy::from(preset);
+        let exact = p.clone().without_jitter();
+        assert_eq!(exact.backoff.jitter, crate::backoff::Jitter::None);
+        assert_eq!(exact.retry.hint_jitter, 0.0);
+        assert_eq!(exact.breaker.open_jitter, 0.0);
+        assert_eq!(exact.validate(), Ok(()));
+        let mut back = exact;
+        back.backoff.jitter = p.backoff.jitter;
+        back.retry.hint_jitter = p.retry.hint_jitter;
+        back.breaker.open_jitter = p.breaker.open_jitter;
+        assert_eq!(back, p, "{preset:?}");
+    }
+}

@@ -7,7 +7,6 @@ use core::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::backoff::Jitter;
 use crate::budget::BudgetConfig;
 use crate::outcome::{Response, Transport};
 use crate::policy::Policy;
@@ -23,10 +22,7 @@ fn at(n: u64) -> Timestamp {
 
 /// A policy with no jitter anywhere, so every instant is exact.
 fn exact_policy() -> Policy {
-    let mut p = Policy::default();
-    p.backoff.jitter = Jitter::None;
-    p.retry.hint_jitter = 0.0;
-    p
+    Policy::default().without_jitter()
 }
 
 fn gate(policy: &Policy, seed: u64) -> SingleEndpoint<CoreRng> {

@@ -9,6 +9,25 @@ use steadfast_http::{CallError, MetricsSnapshot, Reply, Shared};
 
 use super::{Build, Harness, Streamed};
 
+/// `$builder` (either client's: they share these settings through
+/// `steadfast_http::shared_builder_settings!`) with everything `$build` sets.
+macro_rules! configured {
+    ($builder:expr, $build:expr) => {{
+        let b: Build = $build;
+        let mut builder = $builder.policy(b.policy).seed_u64(b.seed);
+        if let Some(max) = b.max_body {
+            builder = builder.max_body(max);
+        }
+        for e in b.endpoints {
+            builder = builder.endpoint(e);
+        }
+        for f in b.fallbacks {
+            builder = builder.fallback(f);
+        }
+        builder
+    }};
+}
+
 /// The runtime the reqwest harness runs its calls on.
 pub fn rt() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -29,18 +48,7 @@ impl Harness for Reqwest {
     const NAME: &'static str = "reqwest";
 
     fn build(b: Build) -> Self::Client {
-        let mut builder = steadfast_reqwest::Client::builder()
-            .policy(b.policy)
-            .seed_u64(b.seed);
-        if let Some(max) = b.max_body {
-            builder = builder.max_body(max);
-        }
-        for e in b.endpoints {
-            builder = builder.endpoint(e);
-        }
-        for f in b.fallbacks {
-            builder = builder.fallback(f);
-        }
+        let builder = configured!(steadfast_reqwest::Client::builder(), b);
         let _guard = rt().enter();
         builder.build().expect("client builds")
     }
@@ -81,19 +89,9 @@ impl Harness for Ureq {
     const NAME: &'static str = "ureq";
 
     fn build(b: Build) -> Self::Client {
-        let mut builder = steadfast_ureq::Client::builder()
-            .policy(b.policy)
-            .seed_u64(b.seed);
-        if let Some(max) = b.max_body {
-            builder = builder.max_body(max);
-        }
-        for e in b.endpoints {
-            builder = builder.endpoint(e);
-        }
-        for f in b.fallbacks {
-            builder = builder.fallback(f);
-        }
-        builder.build().expect("client builds")
+        configured!(steadfast_ureq::Client::builder(), b)
+            .build()
+            .expect("client builds")
     }
 
     fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<ureq::Error>> {

@@ -59,6 +59,21 @@ pub enum StreamEnd {
     },
 }
 
+impl StreamEnd {
+    /// The good events and the interruption of a stream that started; fails the test
+    /// (naming `what`) for a call that gave up.
+    pub fn started(self, what: &str) -> (usize, Option<Interruption>) {
+        match self {
+            StreamEnd::Started {
+                events,
+                interrupted,
+                ..
+            } => (events, interrupted),
+            StreamEnd::GaveUp(_) => panic!("{what}: {self:?}"),
+        }
+    }
+}
+
 /// Runs `f` on its own thread; fails the test when it has not returned within the
 /// deadline plus [`SLACK`] (a hang detector, not a speed check).
 fn guarded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -239,14 +254,7 @@ pub fn a_stream_that_trickles_is_cut<H: Harness>() {
     let server = server_with(&[drip(None, 1, 60_000, true)]);
     let what = "trickle after the first event";
     let end = stream_ends::<H>(what, hostile(&server), stream_ask());
-    let StreamEnd::Started {
-        events,
-        interrupted,
-        ..
-    } = end
-    else {
-        panic!("{what}: {end:?}");
-    };
+    let (events, interrupted) = end.started(what);
     assert_eq!(events, 1, "the first event reached the caller");
     assert_eq!(interrupted, Some(Interruption::Timeout));
     assert_eq!(server.stats().total_requests, 1, "never retried");
@@ -358,14 +366,7 @@ pub fn a_stream_flood_is_cut_at_the_limit<H: Harness>() {
     let server = server_with(&[after]);
     let what = "endless event after the first";
     let end = stream_ends::<H>(what, hostile(&server).max_body(limit), stream_ask());
-    let StreamEnd::Started {
-        events,
-        interrupted,
-        ..
-    } = end
-    else {
-        panic!("{what}: {end:?}");
-    };
+    let (events, interrupted) = end.started(what);
     assert_eq!((events, interrupted), (1, Some(Interruption::TooLarge)));
     let sent = server.stats().filler_bytes;
     assert!(sent < refused_bound(limit, 1), "{sent} bytes");

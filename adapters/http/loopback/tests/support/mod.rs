@@ -171,34 +171,6 @@ pub fn status_body(status: u16, body: &str) -> Fault {
     }
 }
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix time.
-pub fn http_date(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let rem = unix % 86_400;
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Civil-from-days (proleptic Gregorian), 1970-01-01 was a Thursday.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days.rem_euclid(7)) as usize];
-    let mn = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][(mo - 1) as usize];
-    format!("{wd}, {d:02} {mn} {y} {h:02}:{m:02}:{s:02} GMT")
-}
-
-#[test]
-fn http_date_matches_a_known_value() {
-    assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
-    assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-}
-
 /// Instantiates every scenario as a `#[test]` for harness `$h`.
 #[macro_export]
 macro_rules! scenarios {
