@@ -22,6 +22,7 @@
 //! Day-of-month is checked against the month and leap years; a leap second (`:60`) is
 //! accepted. Instants before 1970 are rejected.
 
+use crate::date::{DAYS, EPOCH_SECS, LONG_DAYS, MONTHS, civil_secs, year_of};
 use crate::duration::{nanos_to_duration, scaled_nanos, split_number};
 use core::time::Duration;
 
@@ -387,14 +388,6 @@ fn match_ci(s: &[u8], words: &[&[u8]]) -> Option<usize> {
     words.iter().position(|w| s.eq_ignore_ascii_case(w))
 }
 
-const MONTHS: [&[u8]; 12] = [
-    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
-];
-const DAYS: [&[u8]; 7] = [b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun"];
-#[rustfmt::skip]
-const LONG_DAYS: [&[u8]; 7] =
-    [b"Monday", b"Tuesday", b"Wednesday", b"Thursday", b"Friday", b"Saturday", b"Sunday"];
-
 fn http_date(value: &[u8], now: Option<u64>) -> Option<u64> {
     let mut c = Cur(trim(value));
     let day = c.take_while(|b| b.is_ascii_alphabetic());
@@ -445,54 +438,6 @@ fn two_digit_year(yy: u32, now: Option<u64>) -> u32 {
     } else {
         year
     }
-}
-
-/// The calendar year of a Unix instant, capped at 9999.
-fn year_of(unix: u64) -> u32 {
-    // Clamped to the end of year 9999: the loop below then runs at most twice.
-    let unix = unix.min(253_402_300_799);
-    let days = unix / 86_400;
-    // 366-day years undercount, so this starts at or below the answer.
-    let mut year = 1970u32.saturating_add(u32::try_from(days / 366).unwrap_or(0));
-    while civil_secs(year.saturating_add(1), 1, 1, 0)
-        .is_some_and(|s| s <= EPOCH_SECS.saturating_add(unix))
-    {
-        year = year.saturating_add(1);
-    }
-    year
-}
-
-/// Seconds from 0000-01-01 (proleptic Gregorian) to 1970-01-01.
-const EPOCH_SECS: u64 = 62_167_219_200;
-
-/// Seconds from 0000-01-01 to the given date plus `time` seconds; `None` when the
-/// month or day does not exist.
-fn civil_secs(y: u32, mo: u32, d: u32, time: u32) -> Option<u64> {
-    const BEFORE: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let month_len = match mo {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if d == 0 || d > month_len {
-        return None;
-    }
-    let y = u64::from(y);
-    // Leap years in [0, y): multiples of 4, minus those of 100, plus those of 400.
-    let leaps = (y.saturating_add(3) / 4)
-        .saturating_sub(y.saturating_add(99) / 100)
-        .saturating_add(y.saturating_add(399) / 400);
-    let days = y
-        .saturating_mul(365)
-        .saturating_add(leaps)
-        .saturating_add(u64::from(
-            *BEFORE.get(usize::try_from(mo.checked_sub(1)?).ok()?)?,
-        ))
-        .saturating_add(u64::from(leap && mo > 2))
-        .saturating_add(u64::from(d.saturating_sub(1)));
-    Some(days.saturating_mul(86_400).saturating_add(u64::from(time)))
 }
 
 /// A cursor over the bytes of a date.

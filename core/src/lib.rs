@@ -72,6 +72,7 @@ pub mod breaker;
 pub mod budget;
 pub mod classify;
 mod config;
+pub mod date;
 pub mod duration;
 #[cfg(feature = "alloc")]
 pub mod engine;
@@ -84,6 +85,7 @@ pub mod limiter;
 pub mod outcome;
 pub mod policy;
 pub mod pool;
+pub mod provider;
 pub mod retry;
 pub mod ring;
 pub mod rng;

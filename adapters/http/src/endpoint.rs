@@ -5,7 +5,7 @@ use steadfast_core::limiter::LimiterConfig;
 
 use crate::error::SetupError;
 use crate::key::ApiKey;
-use crate::provider::Provider;
+use crate::provider::{Provider, ProviderExt};
 
 /// One upstream: a base URL speaking `provider`, with its keys.
 ///

@@ -1,8 +1,8 @@
 //! `steadfast-http`: what steadfast's HTTP adapters share, without an HTTP client or
 //! an async runtime.
 //!
-//! - [`Provider`]: the request path and authentication headers of OpenAI-compatible
-//!   and Anthropic APIs, and the `Idempotency-Key` header.
+//! - [`ProviderExt`]: the request URL and authentication headers of the core's
+//!   [`Provider`]s (OpenAI-compatible and Anthropic), and the `Idempotency-Key` header.
 //! - [`ApiKey`]: a secret that prints as `ApiKey(****)`.
 //! - [`EndpointDef`]: a base URL, its provider, keys, model, priority and limits,
 //!   turned into the core's [`EndpointSpec`](steadfast_core::engine::EndpointSpec).
@@ -63,8 +63,8 @@ pub use fallback::{Degraded, Fallback, FallbackKind, Reply};
 pub use key::ApiKey;
 pub use metrics::{Fallbacks, GiveUps, Metrics, MetricsSnapshot};
 pub use provider::{
-    ANTHROPIC_VERSION, ANTHROPIC_VERSION_VALUE, IDEMPOTENCY_KEY, Provider, UnknownProvider,
-    X_API_KEY,
+    ANTHROPIC_VERSION, ANTHROPIC_VERSION_VALUE, IDEMPOTENCY_KEY, Provider, ProviderExt,
+    UnknownProvider, X_API_KEY,
 };
 pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{FallbackStep, Setup, Shared};

@@ -1,9 +1,7 @@
-//! The API shapes steadfast speaks: the request path and the authentication headers.
-
-use core::fmt;
-use core::str::FromStr;
+//! What the HTTP faces do with each [`Provider`]: its URL and its request headers.
 
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+pub use steadfast_core::provider::{Provider, UnknownProvider};
 
 use crate::key::ApiKey;
 
@@ -16,40 +14,21 @@ pub const ANTHROPIC_VERSION: HeaderName = HeaderName::from_static("anthropic-ver
 /// The `anthropic-version` value sent.
 pub const ANTHROPIC_VERSION_VALUE: &str = "2023-06-01";
 
-/// Which API an endpoint speaks.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// OpenAI-compatible: `POST /v1/chat/completions`, `Authorization: Bearer KEY`.
-    #[default]
-    OpenAi,
-    /// Anthropic: `POST /v1/messages`, `x-api-key: KEY`, `anthropic-version: 2023-06-01`.
-    Anthropic,
-}
-
-impl Provider {
-    /// The name used in configuration and on command lines: `openai` or `anthropic`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-        }
-    }
-
-    /// The request path below the API root, starting with `/v1`.
-    pub fn path(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "/v1/chat/completions",
-            Provider::Anthropic => "/v1/messages",
-        }
-    }
-
+/// What the HTTP faces do with a [`Provider`]: its URLs and its request headers.
+pub trait ProviderExt {
     /// The full request URL for a base URL given with or without a trailing `/v1`
     /// or `/` (`https://api.openai.com`, `https://api.openai.com/v1/` and
     /// `http://127.0.0.1:8080` all work).
-    pub fn url(self, base_url: &str) -> String {
+    fn url(self, base_url: &str) -> String;
+
+    /// The headers every request to this provider with `key` carries: authentication
+    /// (marked sensitive, so `http`'s `Debug` hides it), the API version where one is
+    /// required, and `content-type: application/json`.
+    fn headers(self, key: &ApiKey) -> Result<HeaderMap, http::header::InvalidHeaderValue>;
+}
+
+impl ProviderExt for Provider {
+    fn url(self, base_url: &str) -> String {
         let mut base = base_url.trim().trim_end_matches('/');
         if let Some(stripped) = base.strip_suffix("/v1") {
             base = stripped;
@@ -60,10 +39,7 @@ impl Provider {
         url
     }
 
-    /// The headers every request to this provider with `key` carries: authentication
-    /// (marked sensitive, so `http`'s `Debug` hides it), the API version where one is
-    /// required, and `content-type: application/json`.
-    pub fn headers(self, key: &ApiKey) -> Result<HeaderMap, http::header::InvalidHeaderValue> {
+    fn headers(self, key: &ApiKey) -> Result<HeaderMap, http::header::InvalidHeaderValue> {
         let mut map = HeaderMap::with_capacity(4);
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         match self {
@@ -83,41 +59,6 @@ impl Provider {
             }
         }
         Ok(map)
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A provider name that is neither `openai` nor `anthropic`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownProvider(pub String);
-
-impl fmt::Display for UnknownProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown provider `{}` (expected `openai` or `anthropic`)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownProvider {}
-
-impl FromStr for Provider {
-    type Err = UnknownProvider;
-
-    /// `openai` or `anthropic`, ASCII case-insensitive.
-    fn from_str(s: &str) -> Result<Provider, UnknownProvider> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Provider::OpenAi),
-            "anthropic" => Ok(Provider::Anthropic),
-            _ => Err(UnknownProvider(s.to_owned())),
-        }
     }
 }
 
@@ -145,22 +86,6 @@ mod tests {
             Provider::OpenAi.url("https://proxy.example/openai/v1"),
             "https://proxy.example/openai/v1/chat/completions"
         );
-    }
-
-    #[test]
-    fn names_parse_and_serde() {
-        assert_eq!("openai".parse::<Provider>(), Ok(Provider::OpenAi));
-        assert_eq!("Anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
-        assert!("azure".parse::<Provider>().is_err());
-        assert_eq!(
-            serde_json::to_string(&Provider::Anthropic).unwrap(),
-            "\"anthropic\""
-        );
-        assert_eq!(
-            serde_json::from_str::<Provider>("\"openai\"").unwrap(),
-            Provider::OpenAi
-        );
-        assert!(serde_json::from_str::<Provider>("\"OpenAi\"").is_err());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::endpoint::{self, EndpointDef};
 use crate::error::{DEFAULT_MAX_BODY, SetupError};
 use crate::fallback::{Degraded, Fallback, FallbackKind, Reply};
 use crate::metrics::{Metrics, MetricsSnapshot};
-use crate::provider::Provider;
+use crate::provider::{Provider, ProviderExt};
 
 /// How to build a client: the policy, the endpoints, the fallbacks, the seed and the
 /// body limit. Each adapter's builder wraps one.
