@@ -61,9 +61,9 @@ fn sigkill_at_random_moments_then_rerun_gives_each_id_exactly_once() {
     let mut rng = Rng(seed);
     let tmp = Tmp::new("sigkill");
     const N: usize = 150;
-    let s = server(Scenario::Slow, 21, |c| {
-        c.latency_min = Duration::from_millis(20);
-        c.latency_max = Duration::from_millis(120);
+    let s = server("slow", 21, |c| {
+        c.knobs.latency_min = Some(Duration::from_millis(20));
+        c.knobs.latency_max = Some(Duration::from_millis(120));
     });
     let input = tmp.write("in.jsonl", &prompts("k", N));
     let config = tmp.write("fast.toml", FAST);
@@ -125,9 +125,9 @@ fn sigkill_at_random_moments_then_rerun_gives_each_id_exactly_once() {
 fn sigint_stops_cleanly_and_a_rerun_finishes() {
     let tmp = Tmp::new("sigint");
     const N: usize = 120;
-    let s = server(Scenario::Slow, 22, |c| {
-        c.latency_min = Duration::from_millis(50);
-        c.latency_max = Duration::from_millis(150);
+    let s = server("slow", 22, |c| {
+        c.knobs.latency_min = Some(Duration::from_millis(50));
+        c.knobs.latency_max = Some(Duration::from_millis(150));
     });
     let input = tmp.write("in.jsonl", &prompts("i", N));
     let config = tmp.write("fast.toml", FAST);

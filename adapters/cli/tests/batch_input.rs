@@ -8,7 +8,7 @@ use support::*;
 #[test]
 fn bad_lines_are_named_and_good_lines_still_run() {
     let tmp = Tmp::new("badinput");
-    let s = server(Scenario::Ok, 1, |_| {});
+    let s = server("ok", 1, |_| {});
     let good = |id: &str| format!("{{\"id\":\"{id}\",\"request\":{{\"messages\":[]}}}}\n");
     let mut text = String::new();
     text += &good("g-1"); // 1
@@ -183,9 +183,9 @@ fn with_the_first_endpoint_down_every_line_succeeds_on_the_second() {
     let dead_port = closed.local_addr().unwrap().port();
     drop(closed);
     // Endpoint 2: in an outage that never ends.
-    let down = server(Scenario::Ok, 1, |_| {});
+    let down = server("ok", 1, |_| {});
     down.set_down(true);
-    let good = server(Scenario::Ok, 2, |_| {});
+    let good = server("ok", 2, |_| {});
     let config = format!(
         "{FAST}\
          [[endpoint]]\npriority = 0\nbase_url = \"http://127.0.0.1:{dead_port}\"\nkeys_env = [\"K1\"]\n\
@@ -221,7 +221,7 @@ fn with_the_first_endpoint_down_every_line_succeeds_on_the_second() {
 #[test]
 fn a_retry_after_past_the_maximum_ends_the_line_at_once() {
     let tmp = Tmp::new("maxhint");
-    let s = server(Scenario::Ok, 1, |c| {
+    let s = server("ok", 1, |c| {
         c.script = vec![Fault::status_retry_after(429, "30")];
     });
     let input = tmp.write("in.jsonl", &prompts("h", 1));
@@ -253,7 +253,7 @@ fn a_retry_after_past_the_maximum_ends_the_line_at_once() {
 #[test]
 fn dead_letters_resubmit_as_input() {
     let tmp = Tmp::new("deadletter");
-    let s = server(Scenario::Auth, 1, |_| {});
+    let s = server("auth", 1, |_| {});
     let input = tmp.write("in.jsonl", &prompts("d", 12));
     let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
     let base = s.base_url();
@@ -278,7 +278,7 @@ fn dead_letters_resubmit_as_input() {
 #[test]
 fn output_to_stdout_with_a_journal_resumes_too() {
     let tmp = Tmp::new("stdout");
-    let s = server(Scenario::Ok, 1, |_| {});
+    let s = server("ok", 1, |_| {});
     let input = tmp.write("in.jsonl", &prompts("o", 8));
     let journal = tmp.p("j");
     let args = [

@@ -2,7 +2,9 @@
 //! Hand-written so the faults control every byte on the wire.
 
 use std::io;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+use steadfast_upstream::wire::errors::reason;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -292,36 +294,6 @@ fn content_length(headers: &[(String, String)]) -> Result<Option<usize>, ReadErr
     Ok(found)
 }
 
-/// The reason phrase of a status.
-pub(crate) fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        402 => "Payment Required",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        413 => "Payload Too Large",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        505 => "HTTP Version Not Supported",
-        529 => "Overloaded",
-        _ => "Unknown",
-    }
-}
-
 /// How the length of a response body is told.
 pub(crate) enum Framing {
     /// `content-length: n`.
@@ -330,8 +302,8 @@ pub(crate) enum Framing {
     Chunked,
 }
 
-/// The status line and headers of a response, with `date`, `server`, the framing
-/// header and `connection` added. Header values are sent as given.
+/// The status line and headers of a response, with `server`, the framing header and
+/// `connection` added. Header values are sent as given.
 pub(crate) fn response_head(
     status: u16,
     headers: &[(String, String)],
@@ -347,7 +319,6 @@ pub(crate) fn response_head(
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     };
-    put("date", &crate::util::http_date(SystemTime::now()));
     put("server", "steadfast-mock");
     for (name, value) in headers {
         put(name, value);

@@ -1,16 +1,15 @@
 //! The server: a listener on 127.0.0.1, one task per connection, on its own thread or
 //! on the caller's tokio runtime.
 
-use crate::bodies::Body;
 use crate::config::MockConfig;
-use crate::engine::{Action, Delivery, Filler, Plan, Shared};
-use crate::fault::Fault;
-use crate::http::{Conn, Framing, LAST_CHUNK, ReadError, chunk, response_head};
-use crate::stats::Stats;
+use crate::http::{Conn, Framing, ReadError, response_head};
+use crate::send::{self, Close};
+use crate::shared::Shared;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use steadfast_upstream::{Delivery, Fault, Http, Stats};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -22,13 +21,13 @@ use tokio::task::JoinSet;
 /// later connections are refused, and open connections (hanging ones too) are closed.
 ///
 /// ```no_run
-/// use steadfast_mock::{MockConfig, MockServer, Scenario};
+/// use steadfast_mock::{MockConfig, MockServer};
 ///
-/// let server = MockServer::start(MockConfig::new(Scenario::Flaky).with_seed(7))?;
+/// let server = MockServer::start(MockConfig::builtin("flaky")?.with_seed(7))?;
 /// let url = format!("{}/v1/chat/completions", server.base_url());
 /// // ... point a client at `url` ...
 /// println!("{:?}", server.stats().by_status);
-/// # Ok::<(), std::io::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct MockServer {
     addr: SocketAddr,
@@ -46,7 +45,7 @@ impl std::fmt::Debug for MockServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MockServer")
             .field("addr", &self.addr)
-            .field("scenario", &self.shared.config.scenario)
+            .field("scenario", &self.shared.config.scenario.name)
             .finish_non_exhaustive()
     }
 }
@@ -139,10 +138,14 @@ impl MockServer {
         self.shared.push_faults(faults);
     }
 
+    /// The scenario the server runs (its configuration's, knobs applied).
+    pub fn scenario(&self) -> steadfast_upstream::Scenario {
+        self.shared.config.effective_scenario()
+    }
+
     /// The whole-server outage switch: while on, every API request gets the outage
-    /// answer (503 for OpenAI paths, 529 for Anthropic ones, or
-    /// [`MockConfig::outage_status`]), before anything else (no script consumed, no
-    /// replay).
+    /// answer (503 for OpenAI paths, 529 for Anthropic ones, or the `outage_status`
+    /// knob), before anything else (no script consumed, no replay).
     pub fn set_down(&self, down: bool) {
         self.shared.set_down(down);
     }
@@ -154,7 +157,7 @@ impl MockServer {
 
     /// Clears the counters, the idempotency memory, the per-request attempt counts and
     /// the rate-limit buckets (the same as `POST /__reset`); the script, the outage
-    /// switch and the outage clock stay.
+    /// switch and the clock stay.
     pub fn reset(&self) {
         self.shared.reset();
     }
@@ -209,15 +212,10 @@ async fn accept_loop(
     connections.shutdown().await;
 }
 
-/// Resets the connection: RST instead of FIN.
-fn reset(stream: &TcpStream) {
-    let _ = stream.set_zero_linger();
-}
-
 async fn serve(shared: Arc<Shared>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     if shared.on_accept() {
-        reset(&stream);
+        send::reset(&stream);
         return;
     }
     let mut conn = Conn::new(stream);
@@ -225,25 +223,38 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream) {
         let req = match conn.read_request().await {
             Ok(req) => req,
             Err(ReadError::Closed | ReadError::Io) => return,
-            Err(ReadError::HeadTooLarge) => {
-                shared.on_read_error(431, "head_too_large");
-                refuse(&mut conn, 431, "Request header fields too large.").await;
-                return;
-            }
-            Err(ReadError::BodyTooLarge) => {
-                shared.on_read_error(413, "body_too_large");
-                refuse(&mut conn, 413, "Request body too large.").await;
-                return;
-            }
-            Err(ReadError::Bad(why)) => {
-                shared.on_read_error(400, "bad_request");
-                refuse(&mut conn, 400, why).await;
+            Err(e) => {
+                let (status, label, message) = match e {
+                    ReadError::HeadTooLarge => {
+                        (431, "head_too_large", "Request header fields too large.")
+                    }
+                    ReadError::BodyTooLarge => (413, "body_too_large", "Request body too large."),
+                    ReadError::Bad(why) => (400, "bad_request", why),
+                    ReadError::Closed | ReadError::Io => return,
+                };
+                shared.on_unreadable(status, label);
+                refuse(&mut conn, &shared, status, message).await;
                 return;
             }
         };
-        let close = !req.keep_alive;
-        let plan = shared.handle(&req);
-        if !execute(&mut conn, plan, close, req.http10).await || close {
+        let c = Close {
+            close: !req.keep_alive,
+            http10: req.http10,
+        };
+        let open = if req.path.starts_with("/__") {
+            let (status, body) = crate::control::answer(&shared, &req);
+            let http = Http {
+                status,
+                headers: vec![shared.date()],
+                body,
+                delivery: Delivery::Whole,
+            };
+            send::http(&mut conn, &shared, http, c).await
+        } else {
+            let answer = shared.handle(&req);
+            send::answer(&mut conn, &shared, answer, c).await
+        };
+        if !open || c.close {
             return;
         }
     }
@@ -251,217 +262,19 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream) {
 
 /// Answers an unreadable request and closes the connection gracefully, reading what
 /// the client still sends for a moment so the answer is not lost to a reset.
-async fn refuse(conn: &mut Conn, status: u16, message: &str) {
+async fn refuse(conn: &mut Conn, shared: &Shared, status: u16, message: &str) {
     let body = serde_json::to_vec(&serde_json::json!({
         "error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}
     }))
     .unwrap_or_default();
-    let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let headers = vec![
+        shared.date(),
+        ("content-type".to_owned(), "application/json".to_owned()),
+    ];
     let mut out = response_head(status, &headers, Framing::Length(body.len()), true, false);
     out.extend_from_slice(&body);
     if conn.stream.write_all(&out).await.is_ok() {
         let _ = conn.stream.shutdown().await;
         conn.drain(Some(Duration::from_secs(1))).await;
     }
-}
-
-/// Carries out a plan; false when the connection is finished.
-async fn execute(conn: &mut Conn, plan: Plan, close: bool, http10: bool) -> bool {
-    let Plan {
-        delay,
-        completion,
-        action,
-    } = plan;
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-    // The key's outcome is recorded before any byte leaves, so a client that retries
-    // at once sees it.
-    drop(completion);
-    let (status, mut headers, body, delivery) = match action {
-        Action::Reset => {
-            reset(&conn.stream);
-            return false;
-        }
-        Action::Hang => {
-            conn.drain(None).await;
-            return false;
-        }
-        Action::Filler(f) => return filler(conn, f, close, http10).await,
-        Action::Send {
-            status,
-            headers,
-            body,
-            delivery,
-        } => (status, headers, body, delivery),
-    };
-    let mut out;
-    match &body {
-        Body::Full {
-            content_type,
-            bytes,
-        } => {
-            headers.insert(0, ("content-type".to_owned(), content_type.clone()));
-            let announce_close = close && delivery != Delivery::Truncated;
-            out = response_head(
-                status,
-                &headers,
-                Framing::Length(bytes.len()),
-                announce_close,
-                http10,
-            );
-            let head_len = out.len();
-            match delivery {
-                Delivery::Truncated => {
-                    out.extend_from_slice(bytes.get(..bytes.len() / 2).unwrap_or_default());
-                    return send_and_close(conn, &out).await;
-                }
-                Delivery::Trickle(rate) => {
-                    out.extend_from_slice(bytes);
-                    return trickle(conn, &out, head_len, rate).await;
-                }
-                Delivery::Normal | Delivery::Cut(_) => out.extend_from_slice(bytes),
-            }
-        }
-        Body::Events(events) => {
-            headers.insert(
-                0,
-                ("content-type".to_owned(), "text/event-stream".to_owned()),
-            );
-            headers.insert(1, ("cache-control".to_owned(), "no-cache".to_owned()));
-            let cut = matches!(delivery, Delivery::Cut(_) | Delivery::Truncated);
-            out = response_head(status, &headers, Framing::Chunked, close && !cut, http10);
-            let head_len = out.len();
-            match delivery {
-                Delivery::Cut(n) => {
-                    for ev in events.iter().take(n as usize) {
-                        chunk(ev, &mut out);
-                    }
-                    return send_and_close(conn, &out).await;
-                }
-                Delivery::Truncated => {
-                    let mut body = Vec::new();
-                    for ev in events {
-                        chunk(ev, &mut body);
-                    }
-                    out.extend_from_slice(body.get(..body.len() / 2).unwrap_or_default());
-                    return send_and_close(conn, &out).await;
-                }
-                Delivery::Normal | Delivery::Trickle(_) => {
-                    for ev in events {
-                        chunk(ev, &mut out);
-                    }
-                    out.extend_from_slice(LAST_CHUNK);
-                    if let Delivery::Trickle(rate) = delivery {
-                        return trickle(conn, &out, head_len, rate).await;
-                    }
-                }
-            }
-        }
-    }
-    if conn.stream.write_all(&out).await.is_err() {
-        return false;
-    }
-    if close {
-        let _ = conn.stream.shutdown().await;
-        return false;
-    }
-    true
-}
-
-/// Sends these bytes, then closes the connection (FIN) in the middle of the response.
-async fn send_and_close(conn: &mut Conn, bytes: &[u8]) -> bool {
-    if conn.stream.write_all(bytes).await.is_ok() {
-        let _ = conn.stream.flush().await;
-        let _ = conn.stream.shutdown().await;
-    }
-    false
-}
-
-/// Sends the head at once and the rest at `rate` bytes per second (one byte at a time
-/// at low rates, small pieces every 10 ms at high ones).
-async fn trickle(conn: &mut Conn, out: &[u8], head_len: usize, rate: u32) -> bool {
-    let (head, body) = out.split_at(head_len.min(out.len()));
-    if conn.stream.write_all(head).await.is_err() {
-        return false;
-    }
-    let rate = u64::from(rate.max(1));
-    let step = (rate / 100).max(1) as usize;
-    let pause = Duration::from_nanos(1_000_000_000 * step as u64 / rate);
-    for piece in body.chunks(step) {
-        tokio::time::sleep(pause).await;
-        if conn.stream.write_all(piece).await.is_err() {
-            return false;
-        }
-    }
-    true
-}
-
-/// Writes a filler body (see [`Fault::Filler`]); false when the connection is finished.
-async fn filler(conn: &mut Conn, f: Filler, close: bool, http10: bool) -> bool {
-    let Filler {
-        mut headers,
-        content_type,
-        first,
-        bytes,
-        piece,
-        every,
-        chunked,
-        shared,
-    } = f;
-    headers.insert(0, ("content-type".to_owned(), content_type.to_owned()));
-    let first = first.unwrap_or_default();
-    let framing = match bytes {
-        Some(n) if !chunked => Framing::Length(
-            usize::try_from(n)
-                .unwrap_or(usize::MAX)
-                .saturating_add(first.len()),
-        ),
-        _ => Framing::Chunked,
-    };
-    let mut out = response_head(200, &headers, framing, close, http10);
-    if chunked {
-        chunk(&first, &mut out);
-    } else {
-        out.extend_from_slice(&first);
-    }
-    if conn.stream.write_all(&out).await.is_err() {
-        return false;
-    }
-    let data = vec![b'a'; piece];
-    let mut frame = Vec::with_capacity(piece + 16);
-    chunk(&data, &mut frame);
-    let mut left = bytes.unwrap_or(u64::MAX);
-    while left > 0 {
-        if !every.is_zero() {
-            tokio::time::sleep(every).await;
-        }
-        let n = usize::try_from(left).unwrap_or(usize::MAX).min(piece);
-        let written = match (chunked, n == piece) {
-            (true, true) => conn.stream.write_all(&frame).await,
-            (true, false) => {
-                let mut last = Vec::with_capacity(n + 16);
-                chunk(data.get(..n).unwrap_or_default(), &mut last);
-                conn.stream.write_all(&last).await
-            }
-            (false, _) => {
-                conn.stream
-                    .write_all(data.get(..n).unwrap_or_default())
-                    .await
-            }
-        };
-        if written.is_err() {
-            return false;
-        }
-        shared.on_filler(n as u64);
-        left -= n as u64;
-    }
-    if chunked && conn.stream.write_all(LAST_CHUNK).await.is_err() {
-        return false;
-    }
-    if close {
-        let _ = conn.stream.shutdown().await;
-        return false;
-    }
-    true
 }

@@ -7,7 +7,7 @@ use common::*;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-use steadfast_mock::{Fault, MockConfig, MockServer, Scenario, Stats};
+use steadfast_mock::{Fault, MockConfig, MockServer, Stats};
 
 fn server() -> MockServer {
     MockServer::start(MockConfig::default()).unwrap()
@@ -456,7 +456,7 @@ fn concurrent_keep_alive_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_on_the_current_runtime() {
-    let mut s = MockServer::start_on_current_runtime(MockConfig::new(Scenario::Ok))
+    let mut s = MockServer::start_on_current_runtime(MockConfig::builtin("ok").unwrap())
         .await
         .unwrap();
     let addr = s.addr();
@@ -478,10 +478,8 @@ async fn runs_on_the_current_runtime() {
 
 #[test]
 fn invalid_config_is_refused() {
-    let config = MockConfig {
-        fault_rate: 2.0,
-        ..MockConfig::default()
-    };
+    let mut config = MockConfig::default();
+    config.knobs.fault_rate = Some(2.0);
     let err = MockServer::start(config).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("fault_rate"));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use serde_json::{Value, json};
 use steadfast_http::{Session, Step};
-use steadfast_mock::{MockConfig, MockServer, Scenario};
+use steadfast_mock::{MockConfig, MockServer};
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
 const KEY: &str = "sk-bench-key";
@@ -33,7 +33,7 @@ fn http_client() -> reqwest::Client {
 }
 
 fn fixture() -> Fixture {
-    let server = MockServer::start(MockConfig::new(Scenario::Ok)).expect("mock");
+    let server = MockServer::start(MockConfig::default()).expect("mock");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

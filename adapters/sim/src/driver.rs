@@ -12,13 +12,15 @@ use steadfast_core::ids::{AttemptId, EndpointId, Target};
 use steadfast_core::outcome::Outcome;
 use steadfast_core::policy::Policy;
 use steadfast_core::pool::PoolEvent;
-use steadfast_core::retry::{Call, Decision, Finish};
+use steadfast_core::retry::{Attempt, Call, Decision, Finish};
 use steadfast_core::rng::{self, unit_f64};
 use steadfast_core::time::Timestamp;
 
+use steadfast_upstream::{RequestFacts, Ticket, Upstream, UpstreamConfig, WALL_START};
+
 use crate::checks::{Checked, Checks, Violation};
+use crate::reply::{Reply, seen};
 use crate::scenario::{Arrival, Scenario};
-use crate::upstream::{Reply, Upstream};
 use crate::{SimError, split_seed};
 
 /// One request as the simulated server saw it.
@@ -105,6 +107,8 @@ enum Ev {
     Arrive(u32),
     Wake(u32),
     Answer(u32),
+    /// The server is done with a keyed attempt (its ticket's index).
+    ServerDone(u32),
 }
 
 struct Active {
@@ -114,12 +118,53 @@ struct Active {
     pending: Option<(AttemptId, Outcome, Request)>,
 }
 
+/// The keys the simulated server remembers: far more than calls in flight (a call's
+/// stored success must outlive its retries), few enough that a long run's memory stays
+/// flat.
+const UPSTREAM_KEYS: usize = 16_384;
+
 /// How many events a run may take per call before it is declared stuck.
 const EVENTS_PER_CALL: u64 = 100_000;
+
+/// What the simulated client sends: per endpoint its path and key texts, and the body.
+struct Wire {
+    paths: Vec<String>,
+    keys: Vec<Vec<String>>,
+    body: Vec<u8>,
+}
+
+impl Wire {
+    fn new(scenario: &Scenario) -> Wire {
+        let paths = scenario
+            .endpoints
+            .iter()
+            .map(|e| format!("/{}{}", e.name, e.api.path()))
+            .collect();
+        let keys = scenario
+            .endpoints
+            .iter()
+            .map(|e| (0..e.keys).map(|k| format!("sk-{}-{k}", e.name)).collect())
+            .collect();
+        // One prompt token and the rest asked for as output: the call's tokens.
+        let body = format!(
+            r#"{{"model":"sim","max_tokens":{},"messages":[{{"role":"user","content":"x"}}]}}"#,
+            scenario.load.tokens.saturating_sub(1)
+        );
+        Wire {
+            paths,
+            keys,
+            body: body.into_bytes(),
+        }
+    }
+}
 
 pub(crate) struct Driver {
     engine: Engine,
     upstream: Upstream,
+    wire: Wire,
+    /// Keyed attempts the server is still working on, by [`Ev::ServerDone`] index.
+    tickets: Vec<Option<Ticket>>,
+    free_tickets: Vec<u32>,
     arrivals: Arrivals,
     calls: u64,
     heap: BinaryHeap<Reverse<(Timestamp, u64, Ev)>>,
@@ -130,6 +175,7 @@ pub(crate) struct Driver {
     concurrency: usize,
     active: usize,
     tokens: u64,
+    load: crate::scenario::Load,
     checks: Option<Checks>,
     /// Whether every request and call is kept in [`Run`] (else only counted).
     keep_log: bool,
@@ -164,7 +210,17 @@ impl Driver {
         let checks = checked.then(|| Checks::new(scenario, policy));
         Ok(Driver {
             engine,
-            upstream: Upstream::new(scenario, seed),
+            upstream: Upstream::new(
+                scenario.clone(),
+                UpstreamConfig {
+                    seed: split_seed(seed, 100),
+                    max_keys: UPSTREAM_KEYS,
+                    ..UpstreamConfig::default()
+                },
+            ),
+            wire: Wire::new(scenario),
+            tickets: Vec::new(),
+            free_tickets: Vec::new(),
             arrivals,
             calls: scenario.load.calls,
             heap: BinaryHeap::new(),
@@ -175,6 +231,7 @@ impl Driver {
             concurrency: scenario.load.concurrency as usize,
             active: 0,
             tokens: scenario.load.tokens,
+            load: scenario.load.clone(),
             checks,
             keep_log,
             tally: Tally::default(),
@@ -189,6 +246,29 @@ impl Driver {
                 dropped_events: 0,
             },
         })
+    }
+
+    fn start_call(&mut self, now: Timestamp, index: u32) -> Call {
+        let id = self.load.id(u64::from(index));
+        let business = id.as_deref().map(str::as_bytes);
+        self.engine
+            .start_call(now, business)
+            .with_tokens(self.tokens)
+    }
+
+    /// Keeps a keyed attempt's ticket until the server is done with it at `done`.
+    fn hold(&mut self, ticket: Ticket, done: Timestamp) {
+        let i = match self.free_tickets.pop() {
+            Some(i) => {
+                self.tickets[i as usize] = Some(ticket);
+                i
+            }
+            None => {
+                self.tickets.push(Some(ticket));
+                (self.tickets.len() - 1) as u32
+            }
+        };
+        self.push(done, Ev::ServerDone(i));
     }
 
     fn push(&mut self, at: Timestamp, ev: Ev) {
@@ -245,6 +325,13 @@ impl Driver {
                     }
                 }
                 Ev::Wake(slot) => self.drive(slot, now),
+                Ev::ServerDone(i) => {
+                    let ticket = self.tickets.get_mut(i as usize).and_then(Option::take);
+                    if let Some(t) = ticket {
+                        self.upstream.finish(t);
+                        self.free_tickets.push(i);
+                    }
+                }
                 Ev::Answer(slot) => {
                     let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                         continue;
@@ -285,7 +372,7 @@ impl Driver {
 
     fn start(&mut self, call_index: u32, now: Timestamp) {
         self.active += 1;
-        let call = self.engine.start_call(now, None).with_tokens(self.tokens);
+        let call = self.start_call(now, call_index);
         let active = Active {
             call_index,
             call,
@@ -327,11 +414,12 @@ impl Driver {
             );
             match decision {
                 Decision::Send(attempt) => {
-                    let answer = self.upstream.handle(now, attempt.target);
                     if let Some(c) = &mut self.checks {
                         c.on_send(now, a.call_index, &attempt, a.call.deadline());
                     }
-                    let arrives = answer
+                    let asked = ask(&mut self.upstream, &self.wire, now, &attempt);
+                    let (reply, outcome, hint) = (asked.reply, asked.outcome, asked.hint);
+                    let arrives = asked
                         .after
                         .map(|d| now.saturating_add(d))
                         .filter(|&t| t < attempt.deadline);
@@ -341,22 +429,30 @@ impl Driver {
                         attempt: attempt.id.0,
                         target: attempt.target,
                         reply: if arrives.is_some() {
-                            answer.reply
+                            reply
                         } else {
                             Reply::Timeout
                         },
                         answered: arrives.unwrap_or(attempt.deadline),
-                        hint: arrives.and(answer.hint),
+                        hint: arrives.and(hint),
                     };
                     self.tally.requests += 1;
                     if self.keep_log {
                         self.run.requests.push(request);
                     }
+                    if arrives.is_some() {
+                        a.pending = Some((attempt.id, outcome, request));
+                    }
+                    // A hang ends when the client gives up; the server is done with an
+                    // answer as it starts, which is before the client sees it.
+                    if let Some(ticket) = asked.ticket {
+                        let done = asked
+                            .after
+                            .map_or(attempt.deadline, |d| now.saturating_add(d));
+                        self.hold(ticket, done);
+                    }
                     match arrives {
-                        Some(t) => {
-                            a.pending = Some((attempt.id, answer.outcome, request));
-                            self.push(t, Ev::Answer(slot));
-                        }
+                        Some(t) => self.push(t, Ev::Answer(slot)),
                         None => self.push(attempt.deadline, Ev::Wake(slot)),
                     }
                     return;
@@ -384,7 +480,7 @@ impl Driver {
                         return;
                     };
                     self.active += 1;
-                    let call = self.engine.start_call(now, None).with_tokens(self.tokens);
+                    let call = self.start_call(now, next);
                     // The freed slot is reused at once.
                     let s = self.free.pop().unwrap_or(slot);
                     self.slots[s as usize] = Some(Active {
@@ -397,6 +493,57 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+/// What one request got, as the client sees it.
+struct Asked {
+    reply: Reply,
+    after: Option<core::time::Duration>,
+    outcome: Outcome,
+    hint: Option<core::time::Duration>,
+    ticket: Option<Ticket>,
+}
+
+/// Sends `attempt` to the upstream as a steadfast client would.
+fn ask(up: &mut Upstream, wire: &Wire, now: Timestamp, attempt: &Attempt) -> Asked {
+    let (e, k) = (
+        usize::from(attempt.target.endpoint.0),
+        usize::from(attempt.target.key.0),
+    );
+    let (Some(path), Some(key)) = (
+        wire.paths.get(e),
+        wire.keys.get(e).and_then(|keys| keys.get(k)),
+    ) else {
+        return Asked {
+            reply: Reply::Timeout,
+            after: None,
+            outcome: Outcome::Transport(steadfast_core::outcome::Transport::new(
+                steadfast_core::outcome::TransportKind::Timeout,
+                steadfast_core::outcome::Phase::AfterSend,
+            )),
+            hint: None,
+            ticket: None,
+        };
+    };
+    let provider = up
+        .scenario()
+        .endpoints
+        .get(e)
+        .map(|s| s.api)
+        .unwrap_or_default();
+    let mut buf = [0u8; 36];
+    let id = attempt.idempotency_key.as_str(&mut buf);
+    let facts = RequestFacts::client(provider, path, key, Some(id), &wire.body);
+    let wall = WALL_START + now.as_nanos() / 1_000_000_000;
+    let mut answer = up.handle(now, wall, &facts);
+    let (reply, after, outcome) = seen(&answer, wall);
+    Asked {
+        reply,
+        after,
+        outcome,
+        hint: answer.retry_after,
+        ticket: answer.ticket.take(),
     }
 }
 
@@ -468,6 +615,7 @@ impl Iterator for Arrivals {
         let i = self.next;
         self.next += 1;
         let at = match self.kind {
+            Arrival::Closed => 0.0,
             Arrival::Fixed => i as f64 * self.gap,
             Arrival::Poisson => {
                 let now = self.t;

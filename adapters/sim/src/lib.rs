@@ -1,11 +1,16 @@
 //! steadfast-sim: see what a retry policy does to your traffic before you ship it.
 //!
 //! The simulator runs N logical calls through the real core
-//! [`Engine`](steadfast_core::engine::Engine) in virtual time, against a [`Scenario`]:
-//! endpoints with keys, random faults by class (429 with `Retry-After`, 5xx, 529,
-//! timeouts, resets, malformed bodies), outage windows, latency distributions, a server
-//! that enforces requests- and tokens-per-minute limits with real rate-limit headers,
-//! and keys that go bad. Calls arrive at a fixed rate or as a Poisson process and queue
+//! [`Engine`](steadfast_core::engine::Engine) in virtual time, against the fake
+//! provider of `steadfast-upstream` running a [`Scenario`]: endpoints with keys, random
+//! faults by class (429 with `Retry-After`, 5xx, 529, timeouts, resets, malformed
+//! bodies), outage windows, latency distributions, requests- and tokens-per-minute
+//! buckets with real rate-limit headers, and keys that go bad. It is the same
+//! upstream, with the same scenario file, that `steadfast mock` serves over HTTP: the
+//! simulator predicts what the real clients meet. Each request goes to the upstream as
+//! a client sends it, and its answer comes back through the core's own
+//! `Response::from_http`, as a real adapter's would. Calls arrive at a fixed rate, as a
+//! Poisson process or all at once (a closed loop: N calls at concurrency C) and queue
 //! for a concurrency slot, like a real client's.
 //!
 //! Everything random comes from ChaCha8 streams derived from one `u64` seed, and events
@@ -29,21 +34,19 @@ use steadfast_core::error::ConfigError;
 use steadfast_core::policy::Policy;
 use steadfast_core::time::Timestamp;
 
-pub mod builtin;
 mod checks;
 pub mod compare;
-pub mod dist;
 mod driver;
+pub mod reply;
 pub mod report;
-pub mod scenario;
 pub mod svg;
 pub mod text;
-pub mod upstream;
 
 pub use checks::Violation;
 pub use driver::{CallRecord, Request, Run, Tally};
+pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
-pub use scenario::{Scenario, ScenarioError};
+pub use steadfast_upstream::{Scenario, ScenarioError, builtin, dist, scenario};
 
 /// Why a simulation could not run.
 #[derive(Debug, Clone, PartialEq)]

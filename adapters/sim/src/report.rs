@@ -11,7 +11,7 @@ use steadfast_core::retry::Finish;
 use steadfast_core::time::Timestamp;
 
 use crate::driver::Run;
-use crate::upstream::OutcomeClass;
+use crate::reply::OutcomeClass;
 
 /// The summary of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]

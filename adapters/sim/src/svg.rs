@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use steadfast_core::breaker::StateKind;
 
+use crate::reply::OutcomeClass;
 use crate::report::Report;
-use crate::upstream::OutcomeClass;
 use crate::{Run, report};
 
 const WIDTH: f64 = 1000.0;
@@ -313,7 +313,9 @@ fn panel(svg: &mut Svg, s: &Scale, run: &Run, r: &Report, mut y: f64, named: boo
 fn outage_label(o: &crate::scenario::Outage) -> String {
     use crate::scenario::OutageKind;
     let what = match o.kind {
-        OutageKind::Status => format!("{}", o.status),
+        OutageKind::Status => o
+            .status
+            .map_or_else(|| "overloaded".to_owned(), |s| s.to_string()),
         OutageKind::Timeout => "no answer".into(),
         OutageKind::Reset => "resets".into(),
         OutageKind::Refused => "refused".into(),

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
+use crate::reply::OutcomeClass;
 use crate::report::Report;
-use crate::upstream::OutcomeClass;
 
 /// A table of cells; the first column is left-aligned, the others right-aligned.
 #[derive(Debug, Default)]

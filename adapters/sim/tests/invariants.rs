@@ -8,6 +8,7 @@ use core::time::Duration;
 
 use proptest::prelude::*;
 use steadfast_core::policy::Policy;
+use steadfast_core::provider::Provider;
 use steadfast_sim::dist::Dist;
 use steadfast_sim::scenario::{
     Arrival, BadKey, BadKeyKind, EndpointSpec, Faults, Load, Outage, OutageKind, ReportSpec,
@@ -50,6 +51,8 @@ fn faults() -> impl Strategy<Value = Faults> {
                 rate_timeout: r[3] / 4.0,
                 rate_reset: r[4],
                 rate_malformed: r[5],
+                decay: if r[0] < 0.2 { 1.0 } else { 0.5 },
+                ..Faults::default()
             }
         })
 }
@@ -73,9 +76,10 @@ fn outage() -> impl Strategy<Value = Outage> {
                 OutageKind::Refused,
                 OutageKind::Slow,
             ][kind],
-            status,
+            status: Some(status),
             rate,
             latency: Some(latency),
+            first_requests: 0,
         })
 }
 
@@ -97,16 +101,19 @@ fn endpoint(i: usize) -> impl Strategy<Value = EndpointSpec> {
                     priority,
                     keys,
                     api: if i % 2 == 0 {
-                        steadfast_sim::scenario::Api::Openai
+                        Provider::OpenAi
                     } else {
-                        steadfast_sim::scenario::Api::Anthropic
+                        Provider::Anthropic
                     },
                     latency,
                     error_latency,
+                    event_latency: Dist::Fixed(Duration::ZERO),
                     faults,
                     limits: limits.map(|(r, t)| ServerLimits {
                         requests_per_minute: Some(r),
+                        request_burst: (r % 3 == 0).then_some((r / 3).max(1)),
                         tokens_per_minute: t,
+                        ..ServerLimits::default()
                     }),
                     outages,
                     bad_keys: bad
@@ -122,6 +129,7 @@ fn endpoint(i: usize) -> impl Strategy<Value = EndpointSpec> {
                         })
                         .into_iter()
                         .collect(),
+                    bad_key_names: Vec::new(),
                 }
             },
         )
@@ -145,13 +153,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 load: Load {
                     calls,
                     rate,
-                    arrival: if fixed {
-                        Arrival::Fixed
-                    } else {
-                        Arrival::Poisson
+                    arrival: match (fixed, calls % 3) {
+                        (_, 0) => Arrival::Closed,
+                        (true, _) => Arrival::Fixed,
+                        (false, _) => Arrival::Poisson,
                     },
                     concurrency,
                     tokens,
+                    ids: (calls % 2 == 0).then(|| "line".to_owned()),
                 },
                 report: ReportSpec::default(),
                 endpoints,

@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use steadfast_core::policy::Policy;
 use steadfast_core::time::Timestamp;
-use steadfast_sim::upstream::Reply;
+use steadfast_sim::Reply;
 use steadfast_sim::{Report, Run, builtin, run};
 
 fn scenario(name: &str) -> steadfast_sim::Scenario {

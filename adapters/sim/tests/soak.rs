@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use steadfast_core::policy::Policy;
-use steadfast_sim::scenario::{Outage, OutageKind};
+use steadfast_sim::scenario::Outage;
 use steadfast_sim::{Scenario, Tally, builtin, run_tally};
 
 const SEED: u64 = 0x50a4;
@@ -41,12 +41,8 @@ fn soak_scenario(calls: u64) -> Scenario {
         .map(|i| {
             let start = Duration::from_secs_f64(span * f64::from(i) / 8.0);
             Outage {
-                start,
-                end: start + Duration::from_secs(30),
-                kind: OutageKind::Status,
-                status: 503,
-                rate: 1.0,
-                latency: None,
+                status: Some(503),
+                ..Outage::status(start, start + Duration::from_secs(30))
             }
         })
         .collect();

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 use steadfast_http::{ApiKey, EndpointDef, Provider};
-use steadfast_mock::{MockConfig, MockServer, Scenario};
+use steadfast_mock::{MockConfig, MockServer};
 
 use crate::batch::{self, Options, file, progress, store};
 
-/// The key sent to the in-process mock when no `--api-key-env` is given.
-pub const MOCK_KEY: &str = "sk-steadfast-mock-not-a-secret";
+/// The key sent to the in-process mock when no `--api-key-env` is given (key `k > 0`
+/// of a scenario's endpoint: this with `-k` appended).
+pub const MOCK_KEY: &str = steadfast_mock::MOCK_KEY;
 
 /// Arguments of `steadfast batch`.
 #[derive(Debug, Args)]
@@ -41,7 +42,8 @@ pub struct BatchArgs {
     )]
     pub journal: Option<PathBuf>,
     /// Runs the fault-injecting mock server in-process on 127.0.0.1 with this scenario
-    /// and sends every request to it (a built-in fake key; no network needed).
+    /// (a built-in's name or a scenario file) and sends every request to it: one
+    /// endpoint per scenario endpoint, with built-in fake keys; no network needed.
     #[arg(long, value_name = "SCENARIO", conflicts_with = "base_url")]
     pub mock: Option<String>,
     /// A mock settings/script file (as `steadfast mock --script`) for --mock.
@@ -226,21 +228,22 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
                 })
                 .collect()
         };
-        let (base, keys) = if let Some(name) = &a.mock {
+        if let Some(name) = &a.mock {
             let server = start_mock(name, a.mock_config.as_deref(), a.seed)?;
-            let base = server.base_url();
+            let defs = mock_endpoints(&server, a, keys)?;
             mock = Some(server);
-            (base, keys(Some(MOCK_KEY))?)
-        } else if let Some(url) = &a.base_url {
-            (url.clone(), keys(None)?)
+            defs
         } else {
-            (default_base(provider).to_owned(), keys(None)?)
-        };
-        let mut def = EndpointDef::new(base, provider, "").keys(keys);
-        if let Some(m) = &a.model {
-            def = def.model(m.clone());
+            let (base, keys) = match &a.base_url {
+                Some(url) => (url.clone(), keys(None)?),
+                None => (default_base(provider).to_owned(), keys(None)?),
+            };
+            let mut def = EndpointDef::new(base, provider, "").keys(keys);
+            if let Some(m) = &a.model {
+                def = def.model(m.clone());
+            }
+            vec![def]
         }
-        vec![def]
     } else {
         file_endpoints
             .iter()
@@ -296,14 +299,36 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
     })
 }
 
+/// The mock's endpoints as the batch's: each scenario endpoint under its path, speaking
+/// its API (or `--provider`), with the mock's keys (or the `--api-key-env` ones).
+fn mock_endpoints(
+    server: &MockServer,
+    a: &BatchArgs,
+    keys: impl Fn(Option<&str>) -> Result<Vec<ApiKey>, String>,
+) -> Result<Vec<EndpointDef>, String> {
+    server
+        .endpoints()
+        .into_iter()
+        .map(|e| {
+            let provider = a.provider.unwrap_or(e.provider);
+            let keys = match a.api_key_env.is_empty() {
+                true => e.keys.iter().map(ApiKey::new).collect(),
+                false => keys(None)?,
+            };
+            let mut def = EndpointDef::new(e.base_url, provider, "")
+                .keys(keys)
+                .priority(e.priority);
+            if let Some(m) = &a.model {
+                def = def.model(m.clone());
+            }
+            Ok(def)
+        })
+        .collect()
+}
+
 fn start_mock(name: &str, config: Option<&Path>, seed: Option<u64>) -> Result<MockServer, String> {
-    let scenario = Scenario::from_name(name).ok_or_else(|| {
-        format!(
-            "--mock: unknown scenario `{name}` (one of: {})",
-            Scenario::names().join(", ")
-        )
-    })?;
-    let mut c = MockConfig::new(scenario);
+    let scenario = super::scenario(name).map_err(|e| format!("--mock: {e}"))?;
+    let mut c = MockConfig::new(scenario.clone());
     if let Some(path) = config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -351,7 +376,7 @@ pub fn run(a: &BatchArgs) -> u8 {
     if let Some(m) = &resolved.mock {
         eprintln!(
             "steadfast: mock server ({}) at {}",
-            m.config().scenario,
+            m.config().scenario.name,
             m.base_url()
         );
     }

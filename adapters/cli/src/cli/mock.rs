@@ -7,14 +7,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use steadfast_mock::{MockConfig, MockServer, Scenario};
+use steadfast_mock::{Knobs, MockConfig, MockServer};
 
 /// Arguments of `steadfast mock`.
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct MockArgs {
-    /// The scenario every request not claimed by the script gets.
-    #[arg(long, value_name = "NAME", required_unless_present = "list")]
+    /// The scenario every request not claimed by the script gets: a built-in's name
+    /// (the same as `steadfast sim`'s) or a scenario file.
+    #[arg(long, value_name = "NAME|FILE", required_unless_present = "list")]
     scenario: Option<String>,
     /// Where to listen; the host must be 127.0.0.1 (port 0 picks a free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
@@ -25,27 +26,30 @@ pub struct MockArgs {
     /// A TOML file of settings and [[fault]] entries (see below).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
-    /// flaky/reset/malformed/hang/stream-cut: the failure rate of a first attempt.
+    /// The random faults scaled (their mix kept) to add up to this share of requests.
     #[arg(long, value_name = "0..1")]
     fault_rate: Option<f64>,
-    /// outage: how long the outage lasts after the start.
+    /// Replaces the outage windows by one from the start lasting this long.
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     outage_for: Option<Duration>,
-    /// ratelimit: requests per minute per API key.
+    /// A requests-per-minute limit per API key.
     #[arg(long, value_name = "N")]
-    rpm: Option<u32>,
-    /// ratelimit: requests allowed at once per API key [default: rpm].
+    rpm: Option<u64>,
+    /// The requests a key's full bucket allows at once [default: the limit].
     #[arg(long, value_name = "N")]
-    burst: Option<u32>,
-    /// flaky: the wait its 429 answers ask for.
+    burst: Option<u64>,
+    /// The wait random 429 answers ask for.
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     retry_after: Option<Duration>,
-    /// slow: the shortest latency.
+    /// Success latencies from this (uniform, with --latency-max).
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     latency_min: Option<Duration>,
-    /// slow: the longest latency.
+    /// Success latencies up to this.
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     latency_max: Option<Duration>,
+    /// Runs the scenario's clock this many times as long (0.05: twenty times faster).
+    #[arg(long, value_name = "FACTOR")]
+    time_scale: Option<f64>,
     /// Apply the auth and quota key rules in every scenario.
     #[arg(long)]
     key_rules: bool,
@@ -55,7 +59,8 @@ pub struct MockArgs {
 }
 
 const AFTER_HELP: &str = "\
-Endpoints: POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic), \
+Endpoints: POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic), the same \
+under /NAME for the scenario's endpoint NAME, \
 GET /__stats (counts by status and fault, and per Idempotency-Key processed/replayed), \
 POST /__faults (a JSON array of faults to append), POST /__reset, POST /__down \
 ({\"down\": true|false}).
@@ -77,62 +82,48 @@ pub fn config(a: &MockArgs) -> Result<MockConfig, String> {
     let Some(name) = &a.scenario else {
         return Err("--scenario is required".into());
     };
-    let scenario = Scenario::from_name(name).ok_or_else(|| {
-        format!(
-            "--scenario: unknown scenario `{name}` (one of: {})",
-            Scenario::names().join(", ")
-        )
-    })?;
+    let scenario = super::scenario(name).map_err(|e| format!("--scenario: {e}"))?;
     if a.addr.ip() != Ipv4Addr::LOCALHOST {
         return Err(format!(
             "--addr {}: the mock listens on 127.0.0.1 only",
             a.addr
         ));
     }
-    let mut c = MockConfig::new(scenario);
+    let mut c = MockConfig::new(scenario.clone());
     if let Some(path) = &a.script {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         c.apply_toml_str(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        // The flag names the scenario; the file only tunes it.
         c.scenario = scenario;
     }
     c.port = a.addr.port();
     if let Some(s) = a.seed {
         c.seed = s;
     }
-    if let Some(v) = a.fault_rate {
-        c.fault_rate = v;
-    }
-    if let Some(v) = a.outage_for {
-        c.outage_for = v;
-    }
-    if let Some(v) = a.rpm {
-        c.rpm = v;
-    }
-    if a.burst.is_some() {
-        c.rate_burst = a.burst;
-    }
-    if let Some(v) = a.retry_after {
-        c.retry_after = v;
-    }
-    if let Some(v) = a.latency_min {
-        c.latency_min = v;
-    }
-    if let Some(v) = a.latency_max {
-        c.latency_max = v;
-    }
-    c.key_rules |= a.key_rules;
+    turn(&mut c.knobs, a);
     c.validate()?;
     Ok(c)
+}
+
+/// The flags override the file's knobs.
+fn turn(k: &mut Knobs, a: &MockArgs) {
+    k.fault_rate = a.fault_rate.or(k.fault_rate);
+    k.outage_for = a.outage_for.or(k.outage_for);
+    k.rpm = a.rpm.or(k.rpm);
+    k.rate_burst = a.burst.or(k.rate_burst);
+    k.retry_after = a.retry_after.or(k.retry_after);
+    k.latency_min = a.latency_min.or(k.latency_min);
+    k.latency_max = a.latency_max.or(k.latency_max);
+    k.time_scale = a.time_scale.or(k.time_scale);
+    k.key_rules |= a.key_rules;
 }
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(a: &MockArgs) -> u8 {
     if a.list {
-        for s in Scenario::all() {
-            println!("{:<12} {}", s.name(), s.description());
-        }
+        print!("{}", super::scenario_list());
         return 0;
     }
     let c = match config(a) {
@@ -142,7 +133,7 @@ pub fn run(a: &MockArgs) -> u8 {
             return 2;
         }
     };
-    let scenario = c.scenario;
+    let (name, about) = (c.scenario.name.clone(), c.scenario.description.clone());
     let mut server = match MockServer::start(c) {
         Ok(s) => s,
         Err(e) => {
@@ -156,8 +147,7 @@ pub fn run(a: &MockArgs) -> u8 {
         let _ = out.flush();
     }
     eprintln!(
-        "steadfast: mock `{scenario}` ({}) at {}; stats at {}/__stats; Ctrl-C stops it",
-        scenario.description(),
+        "steadfast: mock `{name}` ({about}) at {}; stats at {}/__stats; Ctrl-C stops it",
         server.base_url(),
         server.base_url()
     );

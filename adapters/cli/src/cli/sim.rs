@@ -11,8 +11,8 @@ use crate::config::load_policy;
 /// Arguments of `steadfast sim`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Built-in scenarios: steady, flaky, outage, ratelimit-storm, brownout, \
-                  provider-failover, quota-exhausted-key. Same arguments, same output, byte for byte."
+    after_help = "Built-in scenarios (--list): the same as `steadfast mock`'s. Same arguments, \
+                  same output, byte for byte."
 )]
 pub struct SimArgs {
     /// A built-in scenario's name, or a scenario TOML file.
@@ -31,6 +31,9 @@ pub struct SimArgs {
     /// Overrides the scenario's number of calls.
     #[arg(long, value_name = "N")]
     calls: Option<u64>,
+    /// Runs the scenario's clock this many times as long (0.05: twenty times faster).
+    #[arg(long, value_name = "FACTOR")]
+    time_scale: Option<f64>,
     /// Prints the report as JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -48,23 +51,21 @@ pub struct SimArgs {
 /// Runs the subcommand.
 pub fn run(args: &SimArgs) -> Result<(), String> {
     if args.list {
-        for (name, text) in builtin::ALL {
-            let about = Scenario::from_toml(text)
-                .map(|s| s.description)
-                .unwrap_or_default();
-            println!("{name:<20} {about}");
-        }
+        print!("{}", super::scenario_list());
         return Ok(());
     }
     if let Some(name) = &args.print_scenario {
-        let text = builtin::text(name).ok_or_else(|| unknown_builtin(name))?;
+        let text = builtin::text(name).ok_or_else(|| super::unknown_builtin(name))?;
         print!("{text}");
         return Ok(());
     }
     let Some(which) = &args.scenario else {
         return Err("--scenario is required".into());
     };
-    let mut scenario = load_scenario(which)?;
+    let mut scenario = super::scenario(which)?;
+    if let Some(f) = args.time_scale {
+        scenario = scenario.time_scaled(f);
+    }
     if let Some(calls) = args.calls {
         scenario.load.calls = calls;
         scenario
@@ -107,48 +108,13 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn unknown_builtin(name: &str) -> String {
-    let names: Vec<&str> = builtin::names().collect();
-    format!(
-        "no built-in scenario named `{name}` (built-ins: {})",
-        names.join(", ")
-    )
-}
-
-/// A built-in by name, else a file.
-fn load_scenario(which: &str) -> Result<Scenario, String> {
-    if let Some(text) = builtin::text(which) {
-        return Scenario::from_toml(text).map_err(|e| format!("built-in scenario {which}: {e}"));
-    }
-    let path = Path::new(which);
-    if !path.exists() {
-        return Err(format!(
-            "{}, and no file {which} exists",
-            unknown_builtin(which)
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {which}: {e}"))?;
-    let mut scenario = Scenario::from_toml(&text).map_err(|e| format!("{which}: {e}"))?;
-    if scenario.name.is_empty() {
-        scenario.name = file_stem(path);
-    }
-    Ok(scenario)
-}
-
-fn file_stem(path: &Path) -> String {
-    path.file_stem().map_or_else(
-        || path.display().to_string(),
-        |s| s.to_string_lossy().into_owned(),
-    )
-}
-
 /// The policy in `path` and its label, or the defaults.
 fn policy(path: Option<&Path>) -> Result<(String, Policy), String> {
     let Some(path) = path else {
         return Ok(("default".into(), Policy::default()));
     };
     let policy = load_policy(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((file_stem(path), policy))
+    Ok((super::file_stem(path), policy))
 }
 
 fn simulate(

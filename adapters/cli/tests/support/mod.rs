@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
 
-pub use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
+pub use steadfast_mock::{Fault, MockConfig, MockServer};
 
 /// A policy for tests: the batch preset with short backoffs and a short breaker.
 pub const FAST: &str = "[backoff]\nbase = \"20ms\"\ncap = \"200ms\"\n\
@@ -176,9 +176,11 @@ pub fn at_most_once(server: &MockServer, prefix: &str, n: usize) {
 }
 
 /// A mock server with this scenario, seed and tweaks.
-pub fn server(scenario: Scenario, seed: u64, tweak: impl FnOnce(&mut MockConfig)) -> MockServer {
+pub fn server(scenario: &str, seed: u64, tweak: impl FnOnce(&mut MockConfig)) -> MockServer {
     println!("mock scenario {scenario}, seed {seed}");
-    let mut c = MockConfig::new(scenario).with_seed(seed);
+    let mut c = MockConfig::builtin(scenario)
+        .expect("a built-in scenario")
+        .with_seed(seed);
     tweak(&mut c);
     MockServer::start(c).expect("mock starts")
 }

@@ -14,7 +14,7 @@ fn calls_are_send_and_run_concurrently() {
     fn assert_send<T: Send>(t: T) -> T {
         t
     }
-    let server = support::mock(steadfast_mock::Scenario::Slow);
+    let server = support::mock("slow");
     let client = Reqwest::build(Build::new(support::openai(&server)).policy(|p| {
         p.retry.attempt_timeout = std::time::Duration::from_secs(3);
     }));
@@ -42,7 +42,7 @@ fn calls_are_send_and_run_concurrently() {
 
 #[test]
 fn a_dropped_call_is_cancelled_in_the_core() {
-    let server = support::mock(steadfast_mock::Scenario::Ok);
+    let server = support::mock("ok");
     server.push_faults(&[steadfast_mock::Fault::Hang]);
     let client = Reqwest::build(Build::new(support::openai(&server)).policy(|p| {
         p.limiter.max_in_flight = Some(1);

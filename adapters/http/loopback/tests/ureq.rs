@@ -12,7 +12,7 @@ all_scenarios!(Ureq);
 
 #[test]
 fn one_client_serves_many_threads() {
-    let server = support::mock(steadfast_mock::Scenario::Slow);
+    let server = support::mock("slow");
     let client = Ureq::build(Build::new(support::openai(&server)).policy(|p| {
         p.retry.attempt_timeout = std::time::Duration::from_secs(3);
     }));

@@ -15,7 +15,7 @@ use serde_json::Value;
 use steadfast_core::classify::Class;
 use steadfast_core::policy::Policy;
 use steadfast_http::{DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, StreamError};
-use steadfast_mock::{Fault, MockServer, Scenario};
+use steadfast_mock::{Fault, MockServer};
 
 use super::*;
 
@@ -159,7 +159,7 @@ pub fn stream_ends<H: Harness>(what: &str, build: Build, body: Value) -> StreamE
 }
 
 fn server_with(faults: &[Fault]) -> MockServer {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     server.push_faults(faults);
     server
 }
@@ -398,7 +398,7 @@ pub fn absurd_headers_are_refused<H: Harness>() {
         assert_eq!(server.stats().script_remaining, 0, "{what}");
     }
 
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     // The work was done: the retry, with the same idempotency key, gets the replay.
     server.push_faults(&[Fault::HugeHeader { bytes: 1 << 20 }]);
     let c = H::build(hostile(&server).seed(SEED + 1));

@@ -18,7 +18,7 @@ use steadfast_http::{
     CallError, EndpointDef, Fallback, MetricsSnapshot, Provider, Reply, Shared, SseEvent,
     StreamError,
 };
-use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
+use steadfast_mock::{Fault, MockConfig, MockServer};
 
 /// The seed every client in the suites uses (printed on failure through the test name).
 pub const SEED: u64 = 0x5eed_fa57;
@@ -105,12 +105,13 @@ pub fn fast_policy() -> Policy {
     p
 }
 
-pub fn mock(scenario: Scenario) -> MockServer {
-    MockServer::start(MockConfig::new(scenario).with_seed(SEED)).expect("mock server starts")
+pub fn mock(scenario: &str) -> MockServer {
+    let c = MockConfig::builtin(scenario).expect("a built-in scenario");
+    MockServer::start(c.with_seed(SEED)).expect("mock server starts")
 }
 
 pub fn mock_with(f: impl FnOnce(&mut MockConfig)) -> MockServer {
-    let mut c = MockConfig::new(Scenario::Ok).with_seed(SEED);
+    let mut c = MockConfig::default().with_seed(SEED);
     f(&mut c);
     MockServer::start(c).expect("mock server starts")
 }

@@ -7,7 +7,7 @@ use steadfast_core::classify::{Class, Scope};
 use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::ids::Target;
 use steadfast_http::{EndpointDef, Fallback, FallbackKind, GiveUpReason, Provider};
-use steadfast_mock::{Fault, Scenario};
+use steadfast_mock::Fault;
 use steadfast_tests::wire::imf_fixdate;
 
 use super::tap::Tap;
@@ -18,7 +18,7 @@ fn key_of(business_id: &str) -> String {
 }
 
 pub fn success_openai<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server).model("forced-model")));
     let r = H::chat(&c, ask("hello there")).expect("success");
     assert_eq!(reply_text(&r.body), "hello there");
@@ -36,7 +36,7 @@ pub fn success_openai<H: Harness>() {
 }
 
 pub fn success_anthropic<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     // The mock answers 401 without x-api-key and 400 without anthropic-version.
     let c = H::build(Build::new(anthropic(&server).model("claude-test")));
     let r = H::chat(&c, ask("bonjour")).expect("success");
@@ -47,7 +47,7 @@ pub fn success_anthropic<H: Harness>() {
 }
 
 pub fn business_id_sets_the_idempotency_key<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)));
     H::chat_with(&c, "order-42", ask("x")).expect("success");
     let stats = server.stats();
@@ -56,7 +56,7 @@ pub fn business_id_sets_the_idempotency_key<H: Harness>() {
 }
 
 pub fn request_errors_are_not_retried<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)));
     for (i, status) in [400u16, 404, 413, 422].into_iter().enumerate() {
         server.push_faults(&[Fault::status(status)]);
@@ -76,7 +76,7 @@ pub fn request_errors_are_not_retried<H: Harness>() {
 
 pub fn key_errors_disable_the_key_and_rotate<H: Harness>() {
     for status in [401u16, 403] {
-        let server = mock(Scenario::Ok);
+        let server = mock("ok");
         let c = H::build(Build::new(openai(&server).key("sk-test-key-two")));
         server.push_faults(&[Fault::status(status)]);
         let r = H::chat(&c, ask("x")).expect("the second key succeeds");
@@ -92,7 +92,7 @@ pub fn key_errors_disable_the_key_and_rotate<H: Harness>() {
 
 pub fn insufficient_quota_rotates_keys<H: Harness>() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let server = mock(Scenario::Quota);
+        let server = mock("quota");
         let e = EndpointDef::new(server.base_url(), provider, "sk-quota-spent").key("sk-fine-key");
         let c = H::build(Build::new(e));
         let r = H::chat(&c, ask("x")).expect("rotates to the funded key");
@@ -110,7 +110,7 @@ pub fn insufficient_quota_rotates_keys<H: Harness>() {
 }
 
 pub fn retryable_statuses_are_retried_with_the_same_key<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)));
     let statuses = [408u16, 409, 429, 500, 502, 503, 504, 529];
     for (i, status) in statuses.into_iter().enumerate() {
@@ -135,7 +135,7 @@ pub fn retryable_statuses_are_retried_with_the_same_key<H: Harness>() {
 /// Sends through a tap, with `fault` first, and returns the gap between the two
 /// request arrivals at the server.
 fn gap_after<H: Harness>(fault: Fault) -> Duration {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let tap = Tap::start(server.addr());
     let e = EndpointDef::new(tap.base_url(), Provider::OpenAi, "sk-test-key-one");
     let c = H::build(Build::new(e));
@@ -168,7 +168,7 @@ pub fn retry_after_ms_is_honoured<H: Harness>() {
 }
 
 pub fn hang_is_retried_with_the_same_idempotency_key<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)));
     server.push_faults(&[Fault::Hang]);
     let r = H::chat_with(&c, "hang-1", ask("x")).expect("retried after the timeout");
@@ -193,7 +193,7 @@ pub fn connection_refused_is_retried_then_given_up<H: Harness>() {
 }
 
 pub fn failover_to_a_second_server_while_the_first_is_down<H: Harness>() {
-    let (a, b) = (mock(Scenario::Ok), mock(Scenario::Ok));
+    let (a, b) = (mock("ok"), mock("ok"));
     a.set_down(true);
     let c = H::build(Build::new(openai(&a)).endpoint(openai(&b).priority(1)));
     let r = H::chat(&c, ask("x")).expect("the second server answers");
@@ -204,7 +204,7 @@ pub fn failover_to_a_second_server_while_the_first_is_down<H: Harness>() {
 }
 
 pub fn open_breaker_fails_fast_without_reaching_the_server<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     server.set_down(true);
     let c = H::build(Build::new(openai(&server)).policy(|p| {
         p.breaker.consecutive_failures = Some(2);
@@ -230,7 +230,7 @@ pub fn open_breaker_fails_fast_without_reaching_the_server<H: Harness>() {
 }
 
 pub fn template_fallback_marks_the_reply_degraded<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     server.set_down(true);
     let template = json!({"choices": [{"message": {"content": "Please try again later."}}]});
     let c = H::build(Build::new(openai(&server)).fallback(Fallback::Template(template.clone())));
@@ -246,7 +246,7 @@ pub fn template_fallback_marks_the_reply_degraded<H: Harness>() {
 }
 
 pub fn stored_fallback_returns_the_last_result_degraded<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)).fallback(Fallback::Stored));
     let first = H::chat_with(&c, "order-7", ask("remember me")).expect("success");
     assert!(!first.is_degraded());
@@ -261,7 +261,7 @@ pub fn stored_fallback_returns_the_last_result_degraded<H: Harness>() {
 }
 
 pub fn endpoint_fallback_answers_from_another_server<H: Harness>() {
-    let (a, b) = (mock(Scenario::Ok), mock(Scenario::Ok));
+    let (a, b) = (mock("ok"), mock("ok"));
     a.set_down(true);
     let c = H::build(
         Build::new(openai(&a)).fallback(Fallback::Endpoint(anthropic(&b).model("small-model"))),
@@ -306,7 +306,7 @@ pub fn all_faults() -> Vec<Fault> {
 
 pub fn no_panic_on_any_fault<H: Harness>() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let server = mock(Scenario::Ok);
+        let server = mock("ok");
         let e = EndpointDef::new(server.base_url(), provider, "sk-test-key-one");
         let c = H::build(Build::new(e));
         for fault in all_faults() {
@@ -323,13 +323,15 @@ pub fn no_panic_on_any_fault<H: Harness>() {
 /// Every scenario of the mock, a few calls and a stream each: whatever the outcome,
 /// no panic, and every error is a typed give-up.
 pub fn no_panic_in_any_scenario<H: Harness>() {
-    for &scenario in Scenario::all() {
+    for scenario in steadfast_mock::builtin::names() {
         let server = mock_with(|c| {
-            c.scenario = scenario;
-            c.fault_rate = 0.5;
-            c.outage_for = Duration::from_millis(300);
-            c.latency_max = Duration::from_millis(500);
-            c.rpm = 2;
+            c.scenario = steadfast_mock::builtin::scenario(scenario).expect("a built-in");
+            let k = &mut c.knobs;
+            k.fault_rate = Some(0.5);
+            k.outage_for = Some(Duration::from_millis(300));
+            k.latency_min = Some(Duration::ZERO);
+            k.latency_max = Some(Duration::from_millis(100));
+            k.rpm = Some(2);
         });
         let e = EndpointDef::new(server.base_url(), Provider::Anthropic, "sk-quota-revoked")
             .key("sk-test-key-two");
@@ -349,7 +351,7 @@ pub fn no_panic_in_any_scenario<H: Harness>() {
 
 pub fn keys_never_appear_in_debug_or_errors<H: Harness>() {
     const SECRET: &str = "sk-SECRET-0123456789";
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(EndpointDef::new(
         server.base_url(),
         Provider::OpenAi,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use steadfast_http::{EndpointDef, Interruption, Provider, SseEvent, StreamError};
-use steadfast_mock::{Fault, Scenario};
+use steadfast_mock::Fault;
 
 use super::scenarios::all_faults;
 use super::*;
@@ -33,7 +33,7 @@ const TEXT: &str = "alpha beta gamma delta epsilon zeta eta theta iota kappa";
 
 pub fn stream_succeeds_with_every_event<H: Harness>() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let server = mock(Scenario::Ok);
+        let server = mock("ok");
         let e = EndpointDef::new(server.base_url(), provider, "sk-test-key-one");
         let c = H::build(Build::new(e).policy(streaming_policy));
         let events = ok_events(H::stream(&c, ask(TEXT)).expect("stream starts"));
@@ -49,7 +49,7 @@ pub fn stream_succeeds_with_every_event<H: Harness>() {
 }
 
 pub fn stream_cut_before_the_first_event_is_retried<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)).policy(streaming_policy));
     server.push_faults(&[Fault::StreamCut { after_events: 0 }]);
     let events = ok_events(H::stream(&c, ask(TEXT)).expect("retried"));
@@ -59,7 +59,7 @@ pub fn stream_cut_before_the_first_event_is_retried<H: Harness>() {
 }
 
 pub fn stream_hang_before_the_first_event_is_retried<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(anthropic(&server)).policy(streaming_policy));
     server.push_faults(&[Fault::Hang]);
     let events = ok_events(H::stream(&c, ask(TEXT)).expect("retried after the timeout"));
@@ -68,7 +68,7 @@ pub fn stream_hang_before_the_first_event_is_retried<H: Harness>() {
 }
 
 pub fn stream_cut_after_the_first_event_is_interrupted<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(openai(&server)).policy(streaming_policy));
     server.push_faults(&[Fault::StreamCut { after_events: 3 }]);
     let items = H::stream(&c, ask(TEXT)).expect("the first event arrived");
@@ -92,7 +92,7 @@ pub fn stream_cut_after_the_first_event_is_interrupted<H: Harness>() {
 }
 
 pub fn stream_error_status_is_retried<H: Harness>() {
-    let server = mock(Scenario::Ok);
+    let server = mock("ok");
     let c = H::build(Build::new(anthropic(&server)).policy(streaming_policy));
     server.push_faults(&[Fault::status(529)]);
     let events = ok_events(H::stream(&c, ask(TEXT)).expect("retried"));
@@ -103,7 +103,7 @@ pub fn stream_error_status_is_retried<H: Harness>() {
 
 pub fn no_panic_on_any_fault_while_streaming<H: Harness>() {
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let server = mock(Scenario::Ok);
+        let server = mock("ok");
         let e = EndpointDef::new(server.base_url(), provider, "sk-test-key-one");
         let c = H::build(Build::new(e).policy(streaming_policy));
         for fault in all_faults() {

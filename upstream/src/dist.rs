@@ -88,6 +88,7 @@ pub fn human(d: Duration) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use steadfast_core::rng;

@@ -1,6 +1,7 @@
 //! Validation of a scenario, with errors that name the field.
 
 use super::{EndpointSpec, OutageKind, Scenario};
+use crate::dist::Dist;
 
 /// Endpoints a scenario may have.
 pub const MAX_ENDPOINTS: usize = 64;
@@ -97,7 +98,7 @@ impl Scenario {
         }
         for (i, e) in self.endpoints.iter().enumerate() {
             check_endpoint(&format!("endpoints[{i}]"), e, load.tokens)?;
-            if let Some(j) = self.endpoints[..i].iter().position(|o| o.name == e.name) {
+            if let Some(j) = self.endpoints.iter().take(i).position(|o| o.name == e.name) {
                 return Err(ScenarioError::invalid(
                     format!("endpoints[{i}].name"),
                     format!("`{}` is also the name of endpoints[{j}]", e.name),
@@ -121,25 +122,19 @@ fn check_endpoint(at: &str, e: &EndpointSpec, tokens: u64) -> Result<(), Scenari
             format!("{} is outside [1, {MAX_KEYS}]", e.keys),
         ));
     }
-    let dist = |name: &str, d: &crate::dist::Dist| {
+    let dist = |name: &str, d: &Dist| {
         d.check()
             .map_err(|(f, p)| ScenarioError::invalid(format!("{at}.{name}.{f}"), p))
     };
     dist("latency", &e.latency)?;
     dist("error_latency", &e.error_latency)?;
+    dist("event_latency", &e.event_latency)?;
     let f = &e.faults;
-    let rates = [
-        ("rate_429", f.rate_429),
-        ("rate_5xx", f.rate_5xx),
-        ("rate_529", f.rate_529),
-        ("rate_timeout", f.rate_timeout),
-        ("rate_reset", f.rate_reset),
-        ("rate_malformed", f.rate_malformed),
-    ];
-    for (name, v) in rates {
+    for (name, v) in f.rates() {
         fraction(format!("{at}.faults.{name}"), v)?;
     }
-    let sum: f64 = rates.iter().map(|(_, v)| v).sum();
+    fraction(format!("{at}.faults.decay"), f.decay)?;
+    let sum = f.total();
     if sum > 1.0 + 1e-9 {
         return Err(ScenarioError::invalid(
             format!("{at}.faults"),
@@ -150,37 +145,21 @@ fn check_endpoint(at: &str, e: &EndpointSpec, tokens: u64) -> Result<(), Scenari
         dist("faults.retry_after", d)?;
     }
     if let Some(l) = &e.limits {
-        for (name, v) in [
-            ("requests_per_minute", l.requests_per_minute),
-            ("tokens_per_minute", l.tokens_per_minute),
-        ] {
-            if v == Some(0) {
-                return Err(ScenarioError::invalid(
-                    format!("{at}.limits.{name}"),
-                    "must be greater than zero",
-                ));
-            }
-        }
-        if let Some(tpm) = l.tokens_per_minute.filter(|&t| t < tokens) {
-            return Err(ScenarioError::invalid(
-                format!("{at}.limits.tokens_per_minute"),
-                format!("{tpm} is less than one call's load.tokens ({tokens})"),
-            ));
-        }
+        check_limits(at, l, tokens)?;
     }
     for (j, o) in e.outages.iter().enumerate() {
         let at = format!("{at}.outages[{j}]");
-        if o.start >= o.end {
+        if o.start > o.end || (o.start == o.end && o.first_requests == 0) {
             return Err(ScenarioError::invalid(
                 format!("{at}.end"),
                 "must be later than start",
             ));
         }
         fraction(format!("{at}.rate"), o.rate)?;
-        if o.kind == OutageKind::Status && !(100..=599).contains(&o.status) {
+        if let Some(status) = o.status.filter(|s| !(100..=599).contains(s)) {
             return Err(ScenarioError::invalid(
                 format!("{at}.status"),
-                format!("{} is not an HTTP status", o.status),
+                format!("{status} is not an HTTP status"),
             ));
         }
         match (&o.kind, &o.latency) {
@@ -206,6 +185,57 @@ fn check_endpoint(at: &str, e: &EndpointSpec, tokens: u64) -> Result<(), Scenari
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+fn check_limits(at: &str, l: &super::ServerLimits, tokens: u64) -> Result<(), ScenarioError> {
+    let named = [
+        ("requests_per_minute", l.requests_per_minute),
+        ("request_burst", l.request_burst),
+        ("tokens_per_minute", l.tokens_per_minute),
+        ("token_burst", l.token_burst),
+        ("input_tokens_per_minute", l.input_tokens_per_minute),
+        ("output_tokens_per_minute", l.output_tokens_per_minute),
+    ];
+    for (name, v) in named {
+        if v == Some(0) {
+            return Err(ScenarioError::invalid(
+                format!("{at}.limits.{name}"),
+                "must be greater than zero",
+            ));
+        }
+    }
+    for (burst, limit, name) in [
+        (l.request_burst, l.requests_per_minute, "request_burst"),
+        (l.token_burst, l.tokens_per_minute, "token_burst"),
+    ] {
+        match (burst, limit) {
+            (Some(b), Some(l)) if b > l => {
+                return Err(ScenarioError::invalid(
+                    format!("{at}.limits.{name}"),
+                    format!("{b} is more than the limit per minute ({l})"),
+                ));
+            }
+            (Some(_), None) => {
+                return Err(ScenarioError::invalid(
+                    format!("{at}.limits.{name}"),
+                    "needs the limit per minute it belongs to",
+                ));
+            }
+            _ => {}
+        }
+    }
+    let capacity = l.token_burst.or(l.tokens_per_minute);
+    if let Some(cap) = capacity.filter(|&t| t < tokens) {
+        let name = match l.token_burst {
+            Some(_) => "token_burst",
+            None => "tokens_per_minute",
+        };
+        return Err(ScenarioError::invalid(
+            format!("{at}.limits.{name}"),
+            format!("{cap} is less than one call's load.tokens ({tokens})"),
+        ));
     }
     Ok(())
 }

@@ -7,8 +7,8 @@ use std::fmt;
 /// One scripted behaviour for one API request.
 ///
 /// Scripted faults are consumed in arrival order, one per API request (requests to
-/// `/__…` control endpoints and idempotent replays consume none), before the scenario
-/// applies. With serde they are tagged by `kind` in `snake_case`, in JSON
+/// the mock's `/__…` control endpoints and idempotent replays consume none), before the
+/// scenario applies. With serde they are tagged by `kind` in `snake_case`, in JSON
 /// (`{"kind":"status","status":429,"retry_after":"2"}`) as in the TOML script file
 /// (see [`Fault::script_from_toml`]).
 ///
@@ -177,7 +177,7 @@ impl Fault {
     }
 
     /// Parses the `[[fault]]` entries of a TOML script (other top-level keys are
-    /// rejected; use [`crate::MockConfig::from_toml_str`] for a whole configuration).
+    /// rejected; the mock's configuration file reads them beside its settings).
     ///
     /// ```toml
     /// [[fault]]
@@ -228,7 +228,7 @@ impl Fault {
         };
         let mut out = Vec::new();
         for (i, item) in items.into_iter().enumerate() {
-            let entry = i + 1;
+            let entry = i.saturating_add(1);
             let serde_json::Value::Object(mut map) = item else {
                 return Err(ScriptError::entry(entry, "expected an object".to_owned()));
             };
@@ -279,10 +279,12 @@ fn push_repeated(out: &mut Vec<Fault>, fault: Fault, repeat: u64) {
     }
 }
 
-pub(crate) fn faults_from_toml_tables(tables: Vec<toml::Table>) -> Result<Vec<Fault>, ScriptError> {
+/// The faults of parsed `[[fault]]` tables (see [`Fault::script_from_toml`]), each with
+/// an optional `repeat`; an error names the 1-based entry.
+pub fn faults_from_toml_tables(tables: Vec<toml::Table>) -> Result<Vec<Fault>, ScriptError> {
     let mut out = Vec::new();
     for (i, mut table) in tables.into_iter().enumerate() {
-        let entry = i + 1;
+        let entry = i.saturating_add(1);
         let repeat = match table.remove("repeat") {
             None => 1,
             Some(toml::Value::Integer(n)) if (0..=MAX_REPEAT as i64).contains(&n) => n as u64,
@@ -314,14 +316,16 @@ pub struct ScriptError {
 }
 
 impl ScriptError {
-    pub(crate) fn whole(message: String) -> ScriptError {
+    /// An error in the whole file.
+    pub fn whole(message: String) -> ScriptError {
         ScriptError {
             entry: None,
             message,
         }
     }
 
-    pub(crate) fn entry(entry: usize, message: String) -> ScriptError {
+    /// An error in the 1-based entry `entry`.
+    pub fn entry(entry: usize, message: String) -> ScriptError {
         ScriptError {
             entry: Some(entry),
             message,
@@ -341,6 +345,7 @@ impl fmt::Display for ScriptError {
 impl std::error::Error for ScriptError {}
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

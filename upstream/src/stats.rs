@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// A snapshot of the server's counters ([`crate::MockServer::stats`], or JSON from
-/// `GET /__stats`). Only API requests (`/v1/…`) are counted, not the `/__…` control
-/// endpoints.
+/// A snapshot of the upstream's counters ([`crate::Upstream::stats`]; the mock serves
+/// it as JSON from `GET /__stats`). Only API requests (`/v1/…`) are counted, not the
+/// mock's `/__…` control endpoints; `connections` and `filler_bytes` are the socket's,
+/// counted by the mock.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// API requests received (including replays, conflicts and faulted ones).
@@ -27,9 +28,10 @@ pub struct Stats {
     /// Faults applied, by name: the scripted [`crate::Fault::kind_name`]s (`ok`,
     /// `status`, `latency`, `hang`, `reset`, `reset_before_request`, `malformed`,
     /// `truncated_body`, `stream_cut`, `trickle`, `huge_body`, `huge_header`, `filler`), the
-    /// scenarios' own (`status` for flaky's 5xx, `rate_limit` for every 429 rate limit,
-    /// `outage` (also the outage switch), `auth`, `quota`, `reset`, `malformed`,
-    /// `hang`, `stream_cut`, `latency` for `slow`), and the request errors
+    /// scenarios' own (`status` for random 5xx and overloaded answers, `rate_limit` for
+    /// every 429 rate limit, `outage` (also the outage switch), `auth` for revoked keys,
+    /// `quota` for exhausted ones, `reset`, `malformed`, `truncated_body`, `hang`,
+    /// `stream_cut`), and the request errors
     /// (`missing_auth`, `bad_request`, `not_found`, `conflict`, `head_too_large`,
     /// `body_too_large`). Plain scenario successes and replays are not faults.
     pub by_fault: BTreeMap<String, u64>,
@@ -37,12 +39,12 @@ pub struct Stats {
     pub by_path: BTreeMap<String, u64>,
     /// Per `Idempotency-Key`: what happened to the requests carrying it.
     pub keys: BTreeMap<String, KeyStats>,
-    /// Requests whose key was not counted because [`crate::MockConfig::max_keys`]
+    /// Requests whose key was not counted because [`crate::UpstreamConfig::max_keys`]
     /// keys were already.
     pub keys_untracked: u64,
     /// Scripted faults not consumed yet.
     pub script_remaining: usize,
-    /// Whether the outage switch ([`crate::MockServer::set_down`]) is on.
+    /// Whether the outage switch ([`crate::Upstream::set_down`]) is on.
     pub down: bool,
     /// Filler bytes ([`crate::Fault::Filler`]) written to clients: an upper bound on
     /// what they read of such bodies.
@@ -84,10 +86,15 @@ pub struct KeyStats {
     pub early: u64,
 }
 
+/// Adds one.
+pub(crate) fn bump(n: &mut u64) {
+    *n = n.saturating_add(1);
+}
+
+/// The counters as the upstream keeps them.
 #[derive(Default)]
 pub(crate) struct StatsState {
     pub total_requests: u64,
-    pub connections: u64,
     pub processed: u64,
     pub replayed: u64,
     pub early: u64,
@@ -100,22 +107,22 @@ pub(crate) struct StatsState {
 
 impl StatsState {
     pub fn status(&mut self, status: u16) {
-        *self.by_status.entry(status).or_default() += 1;
+        bump(self.by_status.entry(status).or_default());
     }
 
     pub fn fault(&mut self, name: &'static str) {
-        *self.by_fault.entry(name).or_default() += 1;
+        bump(self.by_fault.entry(name).or_default());
     }
 
     pub fn path(&mut self, path: &'static str) {
-        *self.by_path.entry(path).or_default() += 1;
+        bump(self.by_path.entry(path).or_default());
     }
 
     /// The counters of a key, created unless `max_keys` are counted already.
     pub fn key(&mut self, key: &str, max_keys: usize) -> Option<&mut KeyStats> {
         if !self.keys.contains_key(key) {
             if self.keys.len() >= max_keys {
-                self.keys_untracked += 1;
+                bump(&mut self.keys_untracked);
                 return None;
             }
             self.keys.insert(key.to_owned(), KeyStats::default());
@@ -123,24 +130,25 @@ impl StatsState {
         self.keys.get_mut(key)
     }
 
+    /// Applies `f` to a key's counters (when it is counted).
+    pub fn on_key(&mut self, key: Option<&str>, max_keys: usize, f: impl FnOnce(&mut KeyStats)) {
+        if let Some(k) = key.and_then(|k| self.key(k, max_keys)) {
+            f(k);
+        }
+    }
+
     pub fn snapshot(&self, script_remaining: usize, down: bool) -> Stats {
+        let named =
+            |m: &HashMap<&'static str, u64>| m.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
         Stats {
             total_requests: self.total_requests,
-            connections: self.connections,
+            connections: 0,
             processed: self.processed,
             replayed: self.replayed,
             early: self.early,
             by_status: self.by_status.iter().map(|(k, v)| (*k, *v)).collect(),
-            by_fault: self
-                .by_fault
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), *v))
-                .collect(),
-            by_path: self
-                .by_path
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), *v))
-                .collect(),
+            by_fault: named(&self.by_fault),
+            by_path: named(&self.by_path),
             keys: self.keys.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             keys_untracked: self.keys_untracked,
             script_remaining,

@@ -1,0 +1,301 @@
+//! Success bodies: the JSON of a completion, or its server-sent events.
+
+use core::time::Duration;
+
+use serde_json::{Value, json};
+use steadfast_core::provider::Provider;
+
+use super::call::{Call, tokens_in};
+use crate::dist::Dist;
+use crate::draw::{alnum_id, rng};
+
+/// A success the server owes a request, rendered to bytes only by a face that sends
+/// it ([`Success::render`]); a stored success is replayed from the same plan, so the
+/// replay is byte for byte the first answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Success {
+    /// The request.
+    pub call: Call,
+    /// Seeds the message id and the pauses between events.
+    pub seed: u64,
+    /// `created` (Unix seconds).
+    pub created: u64,
+    /// Extra `x`s in the reply (a huge body).
+    pub pad: usize,
+    /// The pause before each event after the first.
+    pub event_latency: Dist,
+}
+
+/// A rendered success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rendered {
+    /// `application/json`.
+    Json(Vec<u8>),
+    /// `text/event-stream`: each event with the pause before it.
+    Events(Vec<(Duration, Vec<u8>)>),
+}
+
+impl Rendered {
+    /// The bytes as sent (events concatenated).
+    pub fn bytes(&self) -> Vec<u8> {
+        match self {
+            Rendered::Json(b) => b.clone(),
+            Rendered::Events(events) => events.iter().flat_map(|(_, e)| e.clone()).collect(),
+        }
+    }
+}
+
+impl Success {
+    /// The body: JSON, or SSE events for a stream.
+    pub fn render(&self) -> Rendered {
+        let mut reply = self.call.reply.clone();
+        if self.pad > 0 {
+            reply.push(' ');
+            reply.extend(core::iter::repeat_n('x', self.pad.saturating_sub(1)));
+        }
+        let c = &self.call;
+        let out = tokens_in(reply.chars().count());
+        let id = match c.provider {
+            Provider::OpenAi => format!("chatcmpl-{}", alnum_id(self.seed, 29)),
+            Provider::Anthropic => format!("msg_{}", alnum_id(self.seed, 24)),
+        };
+        let usage = json!({
+            "prompt_tokens": c.input_tokens,
+            "completion_tokens": out,
+            "total_tokens": c.input_tokens.saturating_add(out)
+        });
+        match (c.provider, c.stream) {
+            (Provider::OpenAi, false) => Rendered::Json(to_vec(&json!({
+                "id": id, "object": "chat.completion", "created": self.created,
+                "model": c.model,
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply, "refusal": null},
+                    "logprobs": null, "finish_reason": "stop"
+                }],
+                "usage": usage, "system_fingerprint": "fp_steadfast_mock"
+            }))),
+            (Provider::Anthropic, false) => Rendered::Json(to_vec(&json!({
+                "id": id, "type": "message", "role": "assistant", "model": c.model,
+                "content": [{"type": "text", "text": reply}],
+                "stop_reason": "end_turn", "stop_sequence": null,
+                "usage": {"input_tokens": c.input_tokens, "output_tokens": out}
+            }))),
+            (Provider::OpenAi, true) => self.paced(self.openai_events(&id, &reply, usage)),
+            (Provider::Anthropic, true) => self.paced(anthropic_events(c, &id, &reply, out)),
+        }
+    }
+
+    fn openai_events(&self, id: &str, reply: &str, usage: Value) -> Vec<Vec<u8>> {
+        let c = &self.call;
+        let chunk = |delta: Value, finish: Value| {
+            json!({
+                "id": id, "object": "chat.completion.chunk", "created": self.created,
+                "model": c.model, "system_fingerprint": "fp_steadfast_mock",
+                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+            })
+        };
+        let mut events = vec![data_event(&chunk(
+            json!({"role": "assistant", "content": "", "refusal": null}),
+            Value::Null,
+        ))];
+        for piece in pieces(reply) {
+            events.push(data_event(&chunk(json!({"content": piece}), Value::Null)));
+        }
+        events.push(data_event(&chunk(json!({}), json!("stop"))));
+        if c.include_usage {
+            events.push(data_event(&json!({
+                "id": id, "object": "chat.completion.chunk", "created": self.created,
+                "model": c.model, "choices": [], "usage": usage
+            })));
+        }
+        events.push(b"data: [DONE]\n\n".to_vec());
+        events
+    }
+
+    /// The events with their pauses: none before the first.
+    fn paced(&self, events: Vec<Vec<u8>>) -> Rendered {
+        let mut r = rng(self.seed ^ 0x5eed_e7e7);
+        let paced = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let pause = match i {
+                    0 => Duration::ZERO,
+                    _ => self.event_latency.sample(&mut r),
+                };
+                (pause, e)
+            })
+            .collect();
+        Rendered::Events(paced)
+    }
+}
+
+fn anthropic_events(c: &Call, id: &str, reply: &str, out: u64) -> Vec<Vec<u8>> {
+    let mut events = vec![named_event(
+        "message_start",
+        &json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": c.model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": c.input_tokens, "output_tokens": 1}
+        }}),
+    )];
+    events.push(named_event(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+    ));
+    for piece in pieces(reply) {
+        events.push(named_event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": piece}}),
+        ));
+    }
+    events.push(named_event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": 0}),
+    ));
+    events.push(named_event(
+        "message_delta",
+        &json!({"type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                "usage": {"output_tokens": out}}),
+    ));
+    events.push(named_event(
+        "message_stop",
+        &json!({"type": "message_stop"}),
+    ));
+    events
+}
+
+pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+fn data_event(v: &Value) -> Vec<u8> {
+    let mut out = b"data: ".to_vec();
+    out.extend_from_slice(&to_vec(v));
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+fn named_event(name: &str, v: &Value) -> Vec<u8> {
+    let mut out = format!("event: {name}\ndata: ").into_bytes();
+    out.extend_from_slice(&to_vec(v));
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// The reply cut into at most 16 pieces at word boundaries.
+fn pieces(reply: &str) -> Vec<String> {
+    let words: Vec<&str> = reply.split_inclusive(' ').collect();
+    if words.is_empty() {
+        return vec![String::new()];
+    }
+    let per = words.len().div_ceil(16).max(1);
+    words.chunks(per).map(|c| c.concat()).collect()
+}
+
+/// A body broken on purpose: JSON cut in half, or a stream whose first content event
+/// carries cut JSON.
+pub fn malformed(r: &Rendered) -> Rendered {
+    match r {
+        Rendered::Json(bytes) => Rendered::Json(half(bytes).to_vec()),
+        Rendered::Events(events) => {
+            let mut events = events.clone();
+            let target = events.len().min(2).saturating_sub(1);
+            if let Some((_, ev)) = events.get_mut(target) {
+                cut_payload(ev);
+            }
+            Rendered::Events(events)
+        }
+    }
+}
+
+/// The first half of `bytes`.
+pub fn half(bytes: &[u8]) -> &[u8] {
+    bytes.get(..bytes.len() / 2).unwrap_or_default()
+}
+
+fn cut_payload(ev: &mut Vec<u8>) {
+    let Some(start) = ev.windows(6).rposition(|w| w == b"data: ") else {
+        return;
+    };
+    let payload_start = start.saturating_add(6);
+    let payload_len = ev.len().saturating_sub(payload_start.saturating_add(2));
+    ev.truncate(payload_start.saturating_add(payload_len / 2));
+    ev.extend_from_slice(b"\n\n");
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    fn success(provider: Provider, body: &str) -> Success {
+        Success {
+            call: Call::parse(provider, body.as_bytes()).unwrap(),
+            seed: 1,
+            created: 2,
+            pad: 0,
+            event_latency: Dist::Fixed(Duration::from_millis(5)),
+        }
+    }
+
+    #[test]
+    fn json_echoes_and_counts() {
+        let s = success(
+            Provider::OpenAi,
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hello there"}]}"#,
+        );
+        let Rendered::Json(bytes) = s.render() else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["choices"][0]["message"]["content"], "hello there");
+        assert_eq!(v["usage"]["total_tokens"], 6);
+        assert_eq!(s.render(), s.render(), "a replay is the same bytes");
+        let padded = Success {
+            pad: 10_000,
+            ..s.clone()
+        }
+        .render()
+        .bytes()
+        .len();
+        assert!(padded >= s.render().bytes().len() + 10_000);
+    }
+
+    #[test]
+    fn streams_are_paced_and_end_right() {
+        let s = success(
+            Provider::Anthropic,
+            r#"{"model":"claude","stream":true,"messages":[{"role":"user","content":"a b c"}]}"#,
+        );
+        let Rendered::Events(events) = s.render() else {
+            panic!()
+        };
+        assert_eq!(events[0].0, Duration::ZERO);
+        assert!(
+            events[1..]
+                .iter()
+                .all(|(p, _)| *p == Duration::from_millis(5))
+        );
+        let text = String::from_utf8(s.render().bytes()).unwrap();
+        assert!(text.starts_with("event: message_start\n"));
+        assert!(text.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+        let s = success(
+            Provider::OpenAi,
+            r#"{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}"#,
+        );
+        let Rendered::Events(events) = s.render() else {
+            panic!()
+        };
+        assert_eq!(events.last().unwrap().1, b"data: [DONE]\n\n");
+        let Rendered::Events(broken) = malformed(&s.render()) else {
+            panic!()
+        };
+        assert_eq!(broken.len(), events.len());
+        assert_ne!(broken[1], events[1]);
+    }
+}
