@@ -4,8 +4,11 @@
 use steadfast_core::outcome::{Outcome, Response, Transport};
 
 use crate::ops::{Answer, Body, Header, HttpAnswer, Step, kind_at};
-use crate::wire::{self, MESSAGES, Provider};
+use crate::wire::{self, MESSAGES};
+use steadfast_core::date::{Asctime, ImfFixdate, Rfc850, Rfc3339};
 use steadfast_core::duration::Human;
+use steadfast_core::provider::Provider;
+use steadfast_upstream::wire::errors::gateway_page;
 
 /// The wall clock (Unix seconds) at the harness's epoch: 2026-01-01T00:00:00Z.
 pub const WALL_EPOCH: u64 = 1_767_225_600;
@@ -72,13 +75,16 @@ fn header(h: &Header, wall_now: u64) -> (String, String) {
         Header::RetryAfterDate { offset: o, form } => {
             let at = offset(wall_now, i64::from(o));
             let text = match form % 3 {
-                0 => wire::imf_fixdate(at),
-                1 => wire::rfc850(at),
-                _ => wire::asctime(at),
+                0 => ImfFixdate(at).to_string(),
+                1 => Rfc850(at).to_string(),
+                _ => Asctime(at).to_string(),
             };
             pair("retry-after", text)
         }
-        Header::Date(o) => pair("Date", wire::imf_fixdate(offset(wall_now, i64::from(o)))),
+        Header::Date(o) => pair(
+            "Date",
+            ImfFixdate(offset(wall_now, i64::from(o))).to_string(),
+        ),
         Header::ShouldRetry(b) => pair("x-should-retry", b.to_string()),
         Header::OpenAiRemaining { tokens, n } => pair(&openai("remaining", tokens), n.to_string()),
         Header::OpenAiReset { tokens, after } => pair(&openai("reset", tokens), go_duration(after)),
@@ -92,7 +98,13 @@ fn header(h: &Header, wall_now: u64) -> (String, String) {
                 .saturating_add(ms)
                 .max(0);
             let (secs, millis) = (at_ms / 1000, (at_ms % 1000) as u32);
-            let text = wire::rfc3339(secs as u64, millis * 1_000_000, 3, 0, 0);
+            let text = Rfc3339 {
+                unix: secs as u64,
+                nanos: millis * 1_000_000,
+                digits: 3,
+                offset_minutes: 0,
+            }
+            .to_string();
             pair(&anthropic(kind, "reset"), text)
         }
         Header::Garbage(i) => {
@@ -113,7 +125,8 @@ fn anthropic(kind: u8, field: &str) -> String {
 }
 
 /// OpenAI writes resets the way Go prints durations (`6m0s`, `1.5s`, `20ms`); the
-/// core's own formatter writes the same grammar.
+/// core's own formatter writes the same grammar, and unlike the upstream's (cut to the
+/// millisecond) keeps the harness's nanosecond steps exact.
 fn go_duration(step: Step) -> String {
     Human(step.span()).to_string()
 }
@@ -123,12 +136,12 @@ fn body(b: &Body) -> Vec<u8> {
     match b {
         Body::Empty => Vec::new(),
         Body::OpenAi { kind, message: m } => {
-            wire::error_body(Provider::OpenAi, kind_at(*kind), message(*m)).into_bytes()
+            wire::error_body(Provider::OpenAi, kind_at(*kind), message(*m))
         }
         Body::Anthropic { kind, message: m } => {
-            wire::error_body(Provider::Anthropic, kind_at(*kind), message(*m)).into_bytes()
+            wire::error_body(Provider::Anthropic, kind_at(*kind), message(*m))
         }
-        Body::Html => b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>cloudflare</center></body></html>".to_vec(),
+        Body::Html => gateway_page(502),
         Body::Raw(bytes) => bytes.clone(),
     }
 }

@@ -1,5 +1,5 @@
-//! `retry_after`, `duration` and `rfc3339`: the value parsers, checked against
-//! independent formatters (format → parse → the same value) and simple closed forms.
+//! `retry_after`, `duration` and `rfc3339`: the value parsers, checked against the
+//! core's formatters (format → parse → the same value) and simple closed forms.
 
 use core::time::Duration;
 
@@ -11,10 +11,7 @@ use steadfast_core::hints::{
 };
 
 use super::{sane_wall_clock, split_u64, trim};
-use crate::wire;
-
-/// The last second with a four-digit year: 9999-12-31T23:59:59Z.
-const LAST_4_DIGIT_YEAR: u64 = 253_402_300_799;
+use steadfast_core::date::{Asctime, ImfFixdate, LAST_4_DIGIT_YEAR, Rfc3339};
 
 /// `retry_after`: the first 8 bytes are the wall clock (reduced to four-digit years,
 /// see [`sane_wall_clock`]), the rest a header value.
@@ -55,9 +52,9 @@ pub fn retry_after(data: &[u8]) {
     }
     for unix in [fixed, at].into_iter().flatten() {
         if unix <= LAST_4_DIGIT_YEAR {
-            let imf = wire::imf_fixdate(unix);
+            let imf = ImfFixdate(unix).to_string();
             assert_eq!(parse_http_date(imf.as_bytes()), Some(unix), "{imf}");
-            let asc = wire::asctime(unix);
+            let asc = Asctime(unix).to_string();
             assert_eq!(parse_http_date(asc.as_bytes()), Some(unix), "{asc}");
         }
     }
@@ -108,7 +105,7 @@ pub fn duration(data: &[u8]) {
 }
 
 /// `rfc3339`: arbitrary texts, and instants written out in every way the grammar
-/// allows (fraction digits 0–12, any offset) by an independent formatter.
+/// allows (fraction digits 0–12, any offset).
 ///
 /// - A parsed instant has nanos below 10^9 and is not before 1970; written back in UTC
 ///   with nine digits it parses to itself.
@@ -118,7 +115,7 @@ pub fn rfc3339(data: &[u8]) {
     if let Some((secs, nanos)) = parse_rfc3339(data) {
         assert!(nanos < 1_000_000_000, "{data:?}");
         if secs <= LAST_4_DIGIT_YEAR {
-            let text = wire::rfc3339(secs, nanos, 9, 0, 0);
+            let text = written(secs, nanos, 9, 0, 0);
             assert_eq!(
                 parse_rfc3339(text.as_bytes()),
                 Some((secs, nanos)),
@@ -139,7 +136,7 @@ pub fn rfc3339(data: &[u8]) {
     let Ok((secs, nanos, digits, extra, offset)) = draw() else {
         return;
     };
-    let text = wire::rfc3339(secs, nanos, digits, extra, offset);
+    let text = written(secs, nanos, digits, extra, offset);
     let kept = digits.min(9) as u32;
     let mut want = (secs, nanos - nanos % 10u32.pow(9 - kept));
     if digits > 9 && extra != 0 {
@@ -149,4 +146,24 @@ pub fn rfc3339(data: &[u8]) {
         }
     }
     assert_eq!(parse_rfc3339(text.as_bytes()), Some(want), "{text}");
+}
+
+/// An RFC 3339 instant with `digits` fraction digits (0–12; past 9 the extra digits are
+/// `extra`, a digit, which the parser must round up) at a UTC offset of `offset_min`
+/// minutes: the core's formatter, with the digits past the ninth spliced in.
+fn written(unix: u64, nanos: u32, digits: usize, extra: u8, offset_min: i32) -> String {
+    let text = Rfc3339 {
+        unix,
+        nanos,
+        digits: digits.min(9) as u8,
+        offset_minutes: offset_min as i16,
+    }
+    .to_string();
+    if digits <= 9 {
+        return text;
+    }
+    // The offset starts at the last `Z`, `+` or `-` (the date's `-`s come before).
+    let at = text.rfind(['Z', '+', '-']).unwrap_or(text.len());
+    let more: String = (9..digits).map(|_| char::from(b'0' + extra % 10)).collect();
+    format!("{}{more}{}", &text[..at], &text[at..])
 }
