@@ -96,10 +96,9 @@ impl Server {
             v.headers = headers;
             return v;
         }
-        let mut v = self.fault(c, rng, failures_before).unwrap_or_else(|| {
-            let latency = slow.unwrap_or(self.spec.latency);
-            Verdict::ok(latency.sample(rng))
-        });
+        let mut v = self
+            .fault(c, rng, failures_before, slow)
+            .unwrap_or_else(|| Verdict::ok(slow.unwrap_or(self.spec.latency).sample(rng)));
         headers.append(&mut v.headers);
         v.headers = headers;
         v
@@ -210,7 +209,13 @@ impl Server {
     }
 
     /// A random fault, or none.
-    fn fault(&self, c: &Ctx, rng: &mut CoreRng, failures_before: u64) -> Option<Verdict> {
+    fn fault(
+        &self,
+        c: &Ctx,
+        rng: &mut CoreRng,
+        failures_before: u64,
+        slow: Option<crate::dist::Dist>,
+    ) -> Option<Verdict> {
         let f = &self.spec.faults;
         let exponent = i32::try_from(failures_before.min(60)).unwrap_or(60);
         let weight = f.decay.powi(exponent);
@@ -258,7 +263,14 @@ impl Server {
                 lost(delivery, false).label("stream_cut")
             }
         };
-        Some(self.error_after(v, rng))
+        // A success broken on the way starts as a success does.
+        Some(match v.fate {
+            Fate::Done { .. } => {
+                let after = slow.unwrap_or(self.spec.latency).sample(rng);
+                v.after(after)
+            }
+            _ => self.error_after(v, rng),
+        })
     }
 }
 
