@@ -1,32 +1,44 @@
-//! The one place the mock reads time: its monotonic clock, as the upstream's `now`, and
-//! the wall clock it started at plus that, as `wall`.
+//! The one place the mock reads time. The scenario's clock (the upstream's `now`)
+//! starts at the first API request, so that a client meets the scenario's instants
+//! (an outage 20 s in) however long it took to start; `wall` is the wall clock.
 
+use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use steadfast_core::time::Timestamp;
 
 /// The mock's clock.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct Clock {
-    start: Instant,
-    /// The wall clock at `start`, in Unix nanoseconds.
-    wall_start: u128,
+    boot: Instant,
+    /// The wall clock at `boot`, in Unix nanoseconds.
+    wall_boot: u128,
+    /// The instant of the first API request: the scenario's zero.
+    zero: OnceLock<Instant>,
 }
 
 impl Clock {
     pub(crate) fn start() -> Clock {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH);
         Clock {
-            start: Instant::now(),
-            wall_start: wall.map_or(0, |d| d.as_nanos()),
+            boot: Instant::now(),
+            wall_boot: wall.map_or(0, |d| d.as_nanos()),
+            zero: OnceLock::new(),
         }
     }
 
-    /// `now` (since the start) and `wall` (Unix seconds).
-    pub(crate) fn now(&self) -> (Timestamp, u64) {
-        let elapsed = self.start.elapsed().as_nanos();
-        let now = Timestamp::from_nanos(u64::try_from(elapsed).unwrap_or(u64::MAX));
-        let wall = (self.wall_start + elapsed) / 1_000_000_000;
-        (now, u64::try_from(wall).unwrap_or(u64::MAX))
+    /// The wall clock now, in Unix seconds.
+    pub(crate) fn wall(&self) -> u64 {
+        let wall = self.wall_boot + self.boot.elapsed().as_nanos();
+        u64::try_from(wall / 1_000_000_000).unwrap_or(u64::MAX)
+    }
+
+    /// An API request arrived: `now` on the scenario's clock (started by the first)
+    /// and `wall`.
+    pub(crate) fn request(&self) -> (Timestamp, u64) {
+        let zero = *self.zero.get_or_init(Instant::now);
+        let since = zero.elapsed().as_nanos();
+        let now = Timestamp::from_nanos(u64::try_from(since).unwrap_or(u64::MAX));
+        (now, self.wall())
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! It is a socket loop around `steadfast-upstream`'s sans-IO provider model: it accepts
 //! connections, frames HTTP/1.1, maps its monotonic clock to the upstream's `now` (the
-//! one place it reads time) and carries out each [`Answer`](steadfast_upstream::Answer)
+//! one place it reads time; the scenario's clock starts at the first API request, so an
+//! outage 20 s into the scenario comes 20 s into the client's run) and carries out each [`Answer`](steadfast_upstream::Answer)
 //! — its delay, then its bytes (whole, truncated, cut after some events, trickled,
 //! paced event by event), a reset or a hang. Every decision is the upstream's, so a
 //! scenario file means the same world here as in `steadfast sim`.

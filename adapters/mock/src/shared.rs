@@ -51,7 +51,7 @@ impl Shared {
             idempotency_key: req.header("idempotency-key"),
             body: &req.body,
         };
-        let (now, wall) = self.clock.now();
+        let (now, wall) = self.clock.request();
         self.lock().handle(now, wall, &facts)
     }
 
@@ -107,8 +107,7 @@ impl Shared {
 
     /// The `date` header for answers the mock writes itself.
     pub(crate) fn date(&self) -> (String, String) {
-        let (_, wall) = self.clock.now();
-        let date = steadfast_core::date::ImfFixdate(wall).to_string();
+        let date = steadfast_core::date::ImfFixdate(self.clock.wall()).to_string();
         ("date".to_owned(), date)
     }
 }

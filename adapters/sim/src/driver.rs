@@ -196,11 +196,8 @@ impl Driver {
             .iter()
             .map(|e| steadfast_core::engine::EndpointSpec::new(e.priority, e.keys))
             .collect();
-        let mut engine_seed = [0u8; 32];
-        for (i, chunk) in engine_seed.chunks_mut(8).enumerate() {
-            chunk.copy_from_slice(&split_seed(seed, i as u64).to_le_bytes());
-        }
-        let engine = Engine::new(policy.clone(), &specs, engine_seed).map_err(SimError::Policy)?;
+        let engine =
+            Engine::new(policy.clone(), &specs, engine_seed(seed)).map_err(SimError::Policy)?;
         let arrivals = Arrivals::new(scenario, seed);
         let calls = if keep_log {
             usize::try_from(scenario.load.calls).unwrap_or(0)
@@ -213,7 +210,7 @@ impl Driver {
             upstream: Upstream::new(
                 scenario.clone(),
                 UpstreamConfig {
-                    seed: split_seed(seed, 100),
+                    seed: crate::upstream_seed(seed),
                     max_keys: UPSTREAM_KEYS,
                     ..UpstreamConfig::default()
                 },
@@ -579,6 +576,20 @@ fn placeholder_record(arrived: Timestamp) -> CallRecord {
             last_status: None,
         }),
     }
+}
+
+/// The engine's 32-byte seed in a run with `seed`.
+pub fn engine_seed(seed: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&split_seed(seed, i as u64).to_le_bytes());
+    }
+    bytes
+}
+
+/// When each of the scenario's calls arrives in a run with `seed` (from the start).
+pub fn arrival_instants(scenario: &Scenario, seed: u64) -> Vec<Timestamp> {
+    Arrivals::new(scenario, seed).collect()
 }
 
 /// The arrival instants of the calls, drawn one at a time (so a run holds none ahead).

@@ -39,13 +39,15 @@ pub mod compare;
 mod driver;
 pub mod reply;
 pub mod report;
+mod scale;
 pub mod svg;
 pub mod text;
 
 pub use checks::Violation;
-pub use driver::{CallRecord, Request, Run, Tally};
+pub use driver::{CallRecord, Request, Run, Tally, arrival_instants, engine_seed};
 pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
+pub use scale::time_scaled_policy;
 pub use steadfast_upstream::{Scenario, ScenarioError, builtin, dist, scenario};
 
 /// Why a simulation could not run.
@@ -116,6 +118,12 @@ pub fn run_tally(
 ) -> Result<Tally, SimError> {
     scenario.validate().map_err(SimError::Scenario)?;
     driver::Driver::new(scenario, policy, seed, false, false)?.run_tally(every, &mut on_progress)
+}
+
+/// The seed of the simulated upstream in a run with `seed`: a mock server started with
+/// it draws what the simulator's upstream draws for the same requests.
+pub fn upstream_seed(seed: u64) -> u64 {
+    split_seed(seed, 100)
 }
 
 /// The `stream`-th independent `u64` derived from `seed` (SplitMix64), so each random
