@@ -70,7 +70,7 @@ pub use bucket::Bucket;
 pub use draw::splitmix;
 pub use facts::RequestFacts;
 pub use fault::{Fault, ScriptError, faults_from_toml_tables};
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{Knobs, Scenario, ScenarioError};
 pub use stats::{KeyStats, Stats};
 pub use upstream::{Upstream, UpstreamConfig};
 

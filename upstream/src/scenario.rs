@@ -15,9 +15,11 @@ use steadfast_core::duration::serde_human;
 
 mod check;
 mod endpoint;
+mod knobs;
 mod scale;
 
 pub use check::{MAX_CALLS, MAX_ENDPOINTS, MAX_KEYS, ScenarioError};
+pub use knobs::Knobs;
 pub use endpoint::{BadKey, BadKeyKind, EndpointSpec, Faults, Outage, OutageKind, ServerLimits};
 
 /// A whole scenario.

@@ -5,9 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
-use steadfast_upstream::{Fault, Scenario, ScriptError, UpstreamConfig, builtin};
-
-use crate::knobs::Knobs;
+use steadfast_upstream::{Fault, Knobs, Scenario, ScriptError, UpstreamConfig, builtin};
 
 /// The server's configuration. Build it with [`MockConfig::new`],
 /// [`MockConfig::builtin`] or `Default` and change the fields you need.

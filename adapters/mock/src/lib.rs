@@ -66,16 +66,14 @@ mod config;
 mod control;
 mod endpoints;
 mod http;
-mod knobs;
 mod send;
 mod server;
 mod shared;
 
 pub use config::{MockConfig, UnknownScenario};
 pub use endpoints::{MOCK_KEY, MockEndpoint};
-pub use knobs::Knobs;
 pub use server::MockServer;
-pub use steadfast_upstream::{Fault, KeyStats, Scenario, ScriptError, Stats, builtin};
+pub use steadfast_upstream::{Fault, KeyStats, Knobs, Scenario, ScriptError, Stats, builtin};
 
 /// The largest request head the server reads; a longer one gets 431.
 pub const MAX_REQUEST_HEAD: usize = http::MAX_HEAD;

@@ -1,11 +1,10 @@
-//! The mock's knobs: overrides of the scenario's fields, from the command line
-//! (`--rpm`, `--outage-for`, …) or the settings file.
+//! Knobs: overrides of a scenario's fields, each applied to every endpoint (the mock's
+//! `--rpm`, `--outage-for`, … and its settings file).
 
-use std::time::Duration;
+use core::time::Duration;
 
-use steadfast_upstream::Scenario;
-use steadfast_upstream::dist::Dist;
-use steadfast_upstream::scenario::{BadKeyKind, Outage, OutageKind, ServerLimits};
+use super::{BadKeyKind, Outage, OutageKind, Scenario, ServerLimits};
+use crate::dist::Dist;
 
 /// Overrides of the scenario's fields, each applied to every endpoint. None set: the
 /// scenario as written.
@@ -140,7 +139,7 @@ impl Knobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use steadfast_upstream::builtin;
+    use crate::builtin;
 
     #[test]
     fn knobs_override_every_endpoint() {
