@@ -19,8 +19,8 @@ mod knobs;
 mod scale;
 
 pub use check::{MAX_CALLS, MAX_ENDPOINTS, MAX_KEYS, ScenarioError};
-pub use knobs::Knobs;
 pub use endpoint::{BadKey, BadKeyKind, EndpointSpec, Faults, Outage, OutageKind, ServerLimits};
+pub use knobs::Knobs;
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

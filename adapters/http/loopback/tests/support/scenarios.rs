@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use steadfast_core::classify::{Class, Scope};
+use steadfast_core::date::ImfFixdate;
 use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::ids::Target;
 use steadfast_http::{EndpointDef, Fallback, FallbackKind, GiveUpReason, Provider};
 use steadfast_mock::Fault;
-use steadfast_tests::wire::imf_fixdate;
 
 use super::tap::Tap;
 use super::*;
@@ -158,7 +158,10 @@ pub fn retry_after_http_date_is_honoured<H: Harness>() {
     let unix = steadfast_http::clock::wall_unix();
     // Against the response's Date (this second or the next), this asks for 2-3 s;
     // without the hint the retry would follow within milliseconds.
-    let gap = gap_after::<H>(Fault::status_retry_after(503, &imf_fixdate(unix + 3)));
+    let gap = gap_after::<H>(Fault::status_retry_after(
+        503,
+        &ImfFixdate(unix + 3).to_string(),
+    ));
     assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
 }
 
