@@ -148,7 +148,7 @@ impl MockConfig {
     pub fn apply_toml_str(&mut self, text: &str) -> Result<(), ScriptError> {
         let file: FileConfig =
             toml::from_str(text).map_err(|e| ScriptError::whole(e.to_string()))?;
-        file.apply_knobs(&mut self.knobs);
+        self.knobs = self.knobs.overridden(&file.knobs());
         if let Some(name) = file.scenario {
             self.scenario = builtin::scenario(&name)
                 .ok_or_else(|| ScriptError::whole(UnknownScenario(name).to_string()))?;
@@ -195,24 +195,21 @@ impl MockConfig {
 }
 
 impl FileConfig {
-    fn apply_knobs(&self, k: &mut Knobs) {
-        let or = |field: &mut Option<Duration>, v: Option<u64>| {
-            if let Some(v) = v {
-                *field = Some(ms(v));
-            }
-        };
-        or(&mut k.outage_for, self.outage_for_ms);
-        or(&mut k.latency_min, self.latency_min_ms);
-        or(&mut k.latency_max, self.latency_max_ms);
-        or(&mut k.retry_after, self.retry_after_ms);
-        k.fault_rate = self.fault_rate.or(k.fault_rate);
-        k.outage_requests = self.outage_requests.or(k.outage_requests);
-        k.outage_status = self.outage_status.or(k.outage_status);
-        k.rpm = self.rpm.or(k.rpm);
-        k.rate_burst = self.rate_burst.or(k.rate_burst);
-        k.stream_cut_after = self.stream_cut_after.or(k.stream_cut_after);
-        k.time_scale = self.time_scale.or(k.time_scale);
-        k.key_rules |= self.key_rules.unwrap_or(false);
+    fn knobs(&self) -> Knobs {
+        Knobs {
+            fault_rate: self.fault_rate,
+            outage_for: self.outage_for_ms.map(ms),
+            outage_requests: self.outage_requests,
+            outage_status: self.outage_status,
+            rpm: self.rpm,
+            rate_burst: self.rate_burst,
+            latency_min: self.latency_min_ms.map(ms),
+            latency_max: self.latency_max_ms.map(ms),
+            retry_after: self.retry_after_ms.map(ms),
+            stream_cut_after: self.stream_cut_after,
+            key_rules: self.key_rules.unwrap_or(false),
+            time_scale: self.time_scale,
+        }
     }
 }
 

@@ -41,6 +41,25 @@ pub struct Knobs {
 }
 
 impl Knobs {
+    /// These knobs with every knob `over` sets put over them (a command line's over a
+    /// file's); `key_rules` is on when either has it.
+    pub fn overridden(&self, over: &Knobs) -> Knobs {
+        Knobs {
+            fault_rate: over.fault_rate.or(self.fault_rate),
+            outage_for: over.outage_for.or(self.outage_for),
+            outage_requests: over.outage_requests.or(self.outage_requests),
+            outage_status: over.outage_status.or(self.outage_status),
+            rpm: over.rpm.or(self.rpm),
+            rate_burst: over.rate_burst.or(self.rate_burst),
+            latency_min: over.latency_min.or(self.latency_min),
+            latency_max: over.latency_max.or(self.latency_max),
+            retry_after: over.retry_after.or(self.retry_after),
+            stream_cut_after: over.stream_cut_after.or(self.stream_cut_after),
+            key_rules: over.key_rules || self.key_rules,
+            time_scale: over.time_scale.or(self.time_scale),
+        }
+    }
+
     /// Checks the values; the error names the knob.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(r) = self.fault_rate.filter(|r| !(0.0..=1.0).contains(r)) {

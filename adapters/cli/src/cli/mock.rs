@@ -102,22 +102,26 @@ pub fn config(a: &MockArgs) -> Result<MockConfig, String> {
     if let Some(s) = a.seed {
         c.seed = s;
     }
-    turn(&mut c.knobs, a);
+    // The flags override the file's knobs.
+    c.knobs = c.knobs.overridden(&knobs(a));
     c.validate()?;
     Ok(c)
 }
 
-/// The flags override the file's knobs.
-fn turn(k: &mut Knobs, a: &MockArgs) {
-    k.fault_rate = a.fault_rate.or(k.fault_rate);
-    k.outage_for = a.outage_for.or(k.outage_for);
-    k.rpm = a.rpm.or(k.rpm);
-    k.rate_burst = a.burst.or(k.rate_burst);
-    k.retry_after = a.retry_after.or(k.retry_after);
-    k.latency_min = a.latency_min.or(k.latency_min);
-    k.latency_max = a.latency_max.or(k.latency_max);
-    k.time_scale = a.time_scale.or(k.time_scale);
-    k.key_rules |= a.key_rules;
+/// The knobs the flags set.
+fn knobs(a: &MockArgs) -> Knobs {
+    Knobs {
+        fault_rate: a.fault_rate,
+        outage_for: a.outage_for,
+        rpm: a.rpm,
+        rate_burst: a.burst,
+        retry_after: a.retry_after,
+        latency_min: a.latency_min,
+        latency_max: a.latency_max,
+        time_scale: a.time_scale,
+        key_rules: a.key_rules,
+        ..Knobs::default()
+    }
 }
 
 /// Runs the subcommand; returns the process exit code.
