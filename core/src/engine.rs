@@ -44,6 +44,11 @@ pub struct EndpointSpec {
     pub pool: EndpointConfig,
     /// This endpoint's rate limits, when they differ from the policy's.
     pub limiter: Option<LimiterConfig>,
+    /// A standby endpoint is never chosen for an ordinary call, only for calls
+    /// [restricted](crate::retry::Call::restricted_to) to it (a fallback endpoint
+    /// tried after a call gave up). It has its own breaker, budget, limiter and keys
+    /// like any other.
+    pub standby: bool,
 }
 
 impl EndpointSpec {
@@ -52,7 +57,15 @@ impl EndpointSpec {
         EndpointSpec {
             pool: EndpointConfig::new(priority, keys),
             limiter: None,
+            standby: false,
         }
+    }
+
+    /// The same endpoint on standby (see [`EndpointSpec::standby`]).
+    #[must_use]
+    pub fn on_standby(mut self) -> EndpointSpec {
+        self.standby = true;
+        self
     }
 
     /// The same endpoint with its own rate limits.
@@ -84,6 +97,33 @@ struct EndpointState {
     limiter: Limiter,
     health: HealthWindow,
     single_key: bool,
+    standby: bool,
+    /// The first endpoint-scope failure since the last success, if the endpoint has
+    /// failed since: how long it has been unavailable, for [`Query::max_hold`].
+    failing_since: Option<Timestamp>,
+}
+
+impl EndpointState {
+    /// Whether a call may use this endpoint: only the endpoint it is restricted to, or
+    /// any endpoint not on standby.
+    fn serves(&self, endpoint: EndpointId, query: &Query) -> bool {
+        query.only.map_or(!self.standby, |only| only == endpoint)
+    }
+
+    /// Whether a holding call still waits for this endpoint at `now`: it has not been
+    /// failing for `max_hold` or longer.
+    fn holds(&self, now: Timestamp, query: &Query) -> bool {
+        query.hold
+            && self
+                .failing_since
+                .is_none_or(|since| now.saturating_duration_since(since) < query.max_hold)
+    }
+
+    /// The instant a holding call stops holding for this endpoint.
+    fn hold_ends(&self, query: &Query) -> Timestamp {
+        self.failing_since
+            .map_or(Timestamp::MAX, |since| since.saturating_add(query.max_hold))
+    }
 }
 
 /// The shared machines of many concurrent calls. See the module documentation.
@@ -126,6 +166,8 @@ impl Engine {
                 limiter: Limiter::new(limits),
                 health: HealthWindow::new(&policy.health),
                 single_key: spec.pool.keys == 1,
+                standby: spec.standby,
+                failing_since: None,
             });
         }
         Ok(Engine {
@@ -189,6 +231,12 @@ impl Engine {
     /// An endpoint's breaker.
     pub fn breaker(&self, endpoint: EndpointId) -> Option<&Breaker> {
         self.state(endpoint).map(|s| &s.breaker)
+    }
+
+    /// Since when an endpoint has been failing: its first endpoint-scope failure since
+    /// its last success (`None` while it is not failing, or for an unknown endpoint).
+    pub fn failing_since(&self, endpoint: EndpointId) -> Option<Timestamp> {
+        self.state(endpoint).and_then(|s| s.failing_since)
     }
 
     /// An endpoint's limiter.
@@ -281,6 +329,8 @@ impl Engine {
 #[derive(Default)]
 struct Blocked {
     wait: Option<(Timestamp, WaitCause)>,
+    /// The earliest instant an open breaker lifts, for a call that does not hold.
+    breaker_open: Option<Timestamp>,
     budget_spent: bool,
     too_large: bool,
 }
@@ -292,17 +342,24 @@ impl Blocked {
         }
     }
 
-    fn verdict(self, hold: bool) -> Admit {
-        match self.wait {
-            Some((until, WaitCause::Breaker)) if !hold => {
+    fn note_open(&mut self, until: Timestamp) {
+        self.breaker_open = Some(self.breaker_open.map_or(until, |u| u.min(until)));
+    }
+
+    /// A call that does not hold gives up on an open breaker unless something else
+    /// frees up before it lifts.
+    fn verdict(self) -> Admit {
+        match (self.wait, self.breaker_open) {
+            (Some((at, _)), Some(until)) if until <= at => {
                 Admit::Refuse(GiveUpReason::BreakerOpen { until })
             }
-            Some((at, cause)) => Admit::NotBefore(at, cause),
-            None if self.budget_spent => Admit::Refuse(GiveUpReason::BudgetExhausted),
-            None if self.too_large => Admit::Refuse(GiveUpReason::RateLimited {
+            (Some((at, cause)), _) => Admit::NotBefore(at, cause),
+            (None, Some(until)) => Admit::Refuse(GiveUpReason::BreakerOpen { until }),
+            (None, None) if self.budget_spent => Admit::Refuse(GiveUpReason::BudgetExhausted),
+            (None, None) if self.too_large => Admit::Refuse(GiveUpReason::RateLimited {
                 until: Timestamp::MAX,
             }),
-            None => Admit::Refuse(GiveUpReason::NoUsableKey),
+            (None, None) => Admit::Refuse(GiveUpReason::NoUsableKey),
         }
     }
 }
@@ -336,19 +393,26 @@ impl Gate for Engine {
             let Some(s) = states.get_mut(usize::from(endpoint.0)) else {
                 return false;
             };
+            if !s.serves(endpoint, query) {
+                return false;
+            }
             if let Some(a) = query.avoid.filter(|a| a.rules_out(now, target)) {
                 blocked.note(a.until, a.cause);
                 return false;
             }
             if let Permit::Deny { until } = s.breaker.peek(now) {
-                blocked.note(until, WaitCause::Breaker);
+                if s.holds(now, query) {
+                    blocked.note(until.min(s.hold_ends(query)), WaitCause::Breaker);
+                } else {
+                    blocked.note_open(until);
+                }
                 return false;
             }
             let charge = charged(endpoint);
             if charge && !s.budget.can_withdraw(now) {
                 // A holding call waits for the budget's floor to grant its next retry.
-                match s.budget.available_at(now).filter(|_| query.hold) {
-                    Some(at) => blocked.note(at, WaitCause::Budget),
+                match s.budget.available_at(now).filter(|_| s.holds(now, query)) {
+                    Some(at) => blocked.note(at.min(s.hold_ends(query)), WaitCause::Budget),
                     None => blocked.budget_spent = true,
                 }
                 return false;
@@ -379,9 +443,9 @@ impl Gate for Engine {
             Selection::Picked(target) => target,
             Selection::CoolingUntil(at) => {
                 blocked.note(at, WaitCause::Hint(at.saturating_duration_since(now)));
-                return blocked.verdict(query.hold);
+                return blocked.verdict();
             }
-            Selection::Unavailable => return blocked.verdict(query.hold),
+            Selection::Unavailable => return blocked.verdict(),
         };
         self.drain_events_of(target.endpoint);
         Admit::Go(Grant {
@@ -407,6 +471,13 @@ impl Gate for Engine {
             report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
         if has_windows && (s.single_key || !exhausted) {
             s.limiter.on_hints(now, report.hints);
+        }
+        match report.verdict {
+            Verdict::Success => s.failing_since = None,
+            Verdict::Failure(f) if f.scope == Scope::Endpoint && f.class != Class::Cancelled => {
+                s.failing_since.get_or_insert(now);
+            }
+            Verdict::Failure(_) => {}
         }
         let (input, sample) = match report.verdict {
             Verdict::Success => {

@@ -16,7 +16,7 @@ use crate::classify::{Failure, Scope, Verdict};
 use crate::error::UsageError;
 use crate::hints::Hints;
 use crate::idempotency::IdempotencyKey;
-use crate::ids::{AttemptId, Target};
+use crate::ids::{AttemptId, EndpointId, Target};
 use crate::outcome::{Outcome, Phase, Transport, TransportKind};
 use crate::ring::Ring;
 use crate::time::{Monotonic, Timestamp};
@@ -208,6 +208,7 @@ pub struct Call {
     backoff: Backoff,
     key: IdempotencyKey,
     tokens: u64,
+    only: Option<EndpointId>,
     deadline: Timestamp,
     attempts: u32,
     last_failure: Option<Failure>,
@@ -249,6 +250,7 @@ impl Call {
             backoff,
             key,
             tokens: 0,
+            only: None,
             deadline,
             attempts: 0,
             last_failure: None,
@@ -268,6 +270,15 @@ impl Call {
     #[must_use]
     pub fn with_tokens(mut self, tokens: u64) -> Call {
         self.tokens = tokens;
+        self
+    }
+
+    /// The same call restricted to one endpoint: every attempt goes there, and only
+    /// there, even when the endpoint is on standby (see
+    /// [`EndpointSpec::standby`](crate::engine::EndpointSpec::standby)).
+    #[must_use]
+    pub fn restricted_to(mut self, endpoint: EndpointId) -> Call {
+        self.only = Some(endpoint);
         self
     }
 
@@ -404,6 +415,8 @@ impl Call {
             avoid,
             tokens: self.tokens,
             hold: self.config.hold,
+            max_hold: self.config.max_hold,
+            only: self.only,
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),

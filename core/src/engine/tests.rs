@@ -321,3 +321,89 @@ fn a_bad_config_names_the_field() {
         Some("pool.endpoints")
     );
 }
+
+#[test]
+fn a_holding_call_stops_holding_once_the_endpoint_has_failed_for_max_hold() {
+    let mut p = exact();
+    p.breaker.consecutive_failures = Some(2);
+    p.breaker.open_for = Duration::from_secs(4);
+    p.retry.hold = true;
+    p.retry.max_attempts = 50;
+    p.retry.max_hold = Duration::from_secs(10);
+    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    let mut d = Driver::new(engine, |_n: Timestamp, _t: Target| down());
+    let finishes = d.run(&[at(0), at(12_000)]);
+    for f in &finishes {
+        let Finish::GaveUp(g) = f else {
+            panic!("{f:?}")
+        };
+        assert!(
+            matches!(g.reason, GiveUpReason::BreakerOpen { .. }),
+            "{g:?}"
+        );
+    }
+    // The first call held until the endpoint had failed for 10 s, not for its 50
+    // attempts or its 180 s deadline; the second one, later, did not wait at all.
+    assert_eq!(finishes[1].attempts(), 0);
+    let last = d.sent.iter().map(|s| s.at).max().unwrap();
+    assert!(last < at(10_000), "{:?}", d.sent);
+    // The failing instant is the first failure; a success clears it.
+    assert_eq!(d.engine.failing_since(EndpointId(0)), Some(at(20)));
+}
+
+#[test]
+fn a_short_outage_is_still_held_through() {
+    let mut p = exact();
+    p.breaker.consecutive_failures = Some(2);
+    p.breaker.open_for = Duration::from_secs(4);
+    p.retry.hold = true;
+    p.retry.max_attempts = 50;
+    p.retry.max_hold = Duration::from_secs(10);
+    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    let mut d = Driver::new(
+        engine,
+        |now: Timestamp, _t: Target| if now < at(4_000) { down() } else { ok() },
+    );
+    let finishes = d.run(&[at(0), at(1_000), at(7_000)]);
+    assert!(finishes.iter().all(Finish::is_success), "{finishes:?}");
+    assert_eq!(d.engine.failing_since(EndpointId(0)), None);
+}
+
+#[test]
+fn a_standby_endpoint_serves_only_the_calls_restricted_to_it() {
+    let specs = [
+        EndpointSpec::new(0, 1),
+        EndpointSpec::new(0, 1).on_standby(),
+    ];
+    let mut engine = Engine::new(exact(), &specs, seed(1)).unwrap();
+    for i in 0..6 {
+        let mut call = engine.start_call(at(i), None);
+        match call.poll_decision(at(i), &mut engine) {
+            Decision::Send(a) => assert_eq!(a.target.endpoint, EndpointId(0)),
+            d => panic!("{d:?}"),
+        }
+        let _ = call.cancel(at(i), &mut engine);
+    }
+    let mut call = engine.start_call(at(10), None).restricted_to(EndpointId(1));
+    match call.poll_decision(at(10), &mut engine) {
+        Decision::Send(a) => assert_eq!(a.target.endpoint, EndpointId(1)),
+        d => panic!("{d:?}"),
+    }
+    let _ = call.cancel(at(10), &mut engine);
+    // With the standby endpoint the only one left, an ordinary call finds nothing.
+    let mut down = Engine::new(exact(), &specs, seed(1)).unwrap();
+    let target = Target::new(0, 0);
+    down.pool
+        .on_key_rejected(at(0), target, DisableReason::Unauthorized)
+        .unwrap();
+    let mut call = down.start_call(at(1), None);
+    assert_eq!(
+        call.poll_decision(at(1), &mut down),
+        Decision::Done(Finish::GaveUp(crate::retry::GiveUp {
+            reason: GiveUpReason::NoUsableKey,
+            attempts: 0,
+            last_failure: None,
+            last_status: None,
+        }))
+    );
+}

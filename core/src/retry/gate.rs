@@ -7,7 +7,7 @@ use rand_core::Rng;
 use super::GiveUpReason;
 use crate::classify::{ClassifyConfig, Scope, Verdict};
 use crate::hints::Hints;
-use crate::ids::Target;
+use crate::ids::{EndpointId, Target};
 use crate::time::Timestamp;
 
 /// What a gate is asked before each attempt.
@@ -22,6 +22,11 @@ pub struct Query {
     /// Whether to wait for an open breaker or a spent retry budget (instead of giving
     /// up at once).
     pub hold: bool,
+    /// A holding call stops holding for an endpoint failing for longer than this.
+    pub max_hold: Duration,
+    /// The one endpoint the call may use (a fallback call on a standby endpoint);
+    /// `None`: any endpoint that is not on standby.
+    pub only: Option<EndpointId>,
 }
 
 /// A target the last failure rules out until an instant: the whole endpoint for an
