@@ -316,7 +316,10 @@ impl Engine {
     /// never before the server's hint — and the hint alone when the call will not wait
     /// for it.
     fn cool_until(at: Timestamp, report: &Report) -> Timestamp {
-        let hinted = report.hints.wait_hint().map(|h| at.saturating_add(h));
+        let hinted = report
+            .hints
+            .wait_hint(report.grant.tokens)
+            .map(|h| at.saturating_add(h));
         match (hinted, report.retry_at.filter(|r| *r < Timestamp::MAX)) {
             (Some(h), Some(r)) => h.max(r),
             (Some(h), None) => h,

@@ -526,7 +526,7 @@ impl Call {
                 let avoid = match stop {
                     Some(_) => None,
                     None => {
-                        let wait_hint = hints_of(&self.arrived).wait_hint();
+                        let wait_hint = hints_of(&self.arrived).wait_hint(self.tokens);
                         Some(self.plan_retry(gate, at, grant.target, &failure, wait_hint))
                     }
                 };
@@ -590,8 +590,10 @@ impl Call {
     }
 
     /// What the failed target is ruled out for: a key failure rules its key out for
-    /// good (another key may serve at once); a throttle or endpoint failure waits
-    /// `max(backoff, hint + positive jitter)`, or for ever when the hint is too long.
+    /// good (another key may serve at once); a throttle or endpoint failure waits the
+    /// server's hint plus a small positive jitter when it gave one (however short:
+    /// the server knows best), the backoff when it did not, and for ever when the hint
+    /// is too long to honour.
     fn plan_retry<G: Gate + ?Sized>(
         &mut self,
         gate: &mut G,
@@ -609,8 +611,8 @@ impl Call {
         if failure.scope == Scope::Key {
             return avoid(Timestamp::MAX, WaitCause::Backoff);
         }
-        let backoff = self.backoff.next_delay(self.attempts, gate.rng());
         let Some(hint) = wait_hint else {
+            let backoff = self.backoff.next_delay(self.attempts, gate.rng());
             return avoid(at.saturating_add(backoff), WaitCause::Backoff);
         };
         let left = self.deadline.saturating_duration_since(at);
@@ -618,11 +620,7 @@ impl Call {
             return avoid(Timestamp::MAX, WaitCause::Hint(hint));
         }
         let jittered = hint.saturating_add(self.config.hint_jitter(hint, gate.rng()));
-        if backoff > jittered {
-            avoid(at.saturating_add(backoff), WaitCause::Backoff)
-        } else {
-            avoid(at.saturating_add(jittered), WaitCause::Hint(hint))
-        }
+        avoid(at.saturating_add(jittered), WaitCause::Hint(hint))
     }
 
     fn finish(&mut self, now: Timestamp, reason: GiveUpReason) -> Finish {

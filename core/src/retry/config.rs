@@ -19,7 +19,7 @@ use crate::error::ConfigError;
 /// | `connect_timeout` | 10 s | |
 /// | `first_event_timeout` | none | for streams (see the `streaming` preset) |
 /// | `max_retry_after` | 60 s | a longer server hint ends the call at once so the caller can fail over |
-/// | `hint_jitter` | 0.1 | a hinted wait grows by up to 10 % so clients told the same instant spread out |
+/// | `hint_jitter` | 0.05 | a hinted wait grows by up to 5 % so clients told the same instant spread out, and a run of hinted waits takes 2.5 % longer than asked on average |
 /// | `hint_jitter_max` | 1 s | but by no more than this |
 /// | `idempotent` | true | every attempt carries the call's `Idempotency-Key`, so a failure after sending may be retried |
 /// | `hold` | false | with every breaker open or the retry budget spent, give up at once (interactive callers fall back) |
@@ -79,7 +79,7 @@ impl Default for RetryConfig {
             connect_timeout: Duration::from_secs(10),
             first_event_timeout: None,
             max_retry_after: Duration::from_secs(60),
-            hint_jitter: 0.1,
+            hint_jitter: 0.05,
             hint_jitter_max: Duration::from_secs(1),
             idempotent: true,
             hold: false,
