@@ -380,11 +380,6 @@ impl Gate for Engine {
 
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
         let now = self.clock.observe(now);
-        // A retry is charged to the budget of the endpoint that failed; a failover to
-        // another endpoint adds no load to the one in trouble, so it is not charged.
-        let charged = |endpoint: EndpointId| {
-            query.attempt > 1 && query.avoid.is_none_or(|a| a.target.endpoint == endpoint)
-        };
         let mut blocked = Blocked::default();
         let mut probe = false;
         let states = &mut self.endpoints;
@@ -411,7 +406,7 @@ impl Gate for Engine {
                 }
                 return false;
             }
-            let charge = charged(endpoint);
+            let charge = query.charges_budget(endpoint);
             if charge && !s.budget.can_withdraw(now) {
                 // A holding call waits for the budget's floor to grant its next retry.
                 match s.budget.available_at(now).filter(|_| s.holds(now, query)) {

@@ -407,3 +407,82 @@ fn a_standby_endpoint_serves_only_the_calls_restricted_to_it() {
         }))
     );
 }
+
+/// Drives one call on `engine` against `answers` (one per attempt, each 20 ms away).
+fn lone_call(engine: &mut Engine, answers: &[Outcome]) -> Finish {
+    let mut now = at(0);
+    let mut call = engine.start_call(now, None);
+    let mut answers = answers.iter().cloned();
+    loop {
+        match call.poll_decision(now, engine) {
+            Decision::Send(a) => {
+                now = now + ms(20);
+                let o = answers
+                    .next()
+                    .unwrap_or(Outcome::Response(Response::new(200)));
+                call.on_outcome(now, a.id, o).unwrap();
+            }
+            Decision::Wait(t) => now = t,
+            Decision::Done(f) => return f,
+        }
+    }
+}
+
+#[test]
+fn a_fresh_client_always_gets_its_configured_attempts() {
+    let status = |s| Outcome::Response(Response::new(s));
+    let refused = Outcome::Transport(crate::outcome::Transport::new(
+        crate::outcome::TransportKind::ConnectRefused,
+        crate::outcome::Phase::BeforeSend,
+    ));
+    for n in 0..1_000u32 {
+        let mut s: Seed = [0; 32];
+        s[..4].copy_from_slice(&n.to_le_bytes());
+        let mut engine = Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], s).unwrap();
+        let f = lone_call(&mut engine, &[status(503), status(503), status(200)]);
+        assert!(f.is_success(), "seed {n}: {f:?}");
+        assert_eq!(f.attempts(), 3, "seed {n}");
+        let mut engine = Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], s).unwrap();
+        let f = lone_call(
+            &mut engine,
+            &[
+                refused.clone(),
+                refused.clone(),
+                refused.clone(),
+                refused.clone(),
+            ],
+        );
+        let Finish::GaveUp(g) = f else {
+            panic!("seed {n}: {f:?}")
+        };
+        assert_eq!(
+            (g.reason, g.attempts),
+            (GiveUpReason::RetriesExhausted, 4),
+            "seed {n}"
+        );
+    }
+}
+
+#[test]
+fn throttled_retries_do_not_drain_the_budget_but_blind_ones_do() {
+    let mut p = Policy::default();
+    p.budget.ratio = 0.0;
+    p.budget.min_per_sec = 0;
+    p.breaker.enabled = false;
+    let throttled = {
+        let mut r = Response::new(429);
+        r.hints.retry_after = Some(ms(100));
+        Outcome::Response(r)
+    };
+    let mut engine = Engine::new(p.clone(), &[EndpointSpec::new(0, 1)], seed(3)).unwrap();
+    for _ in 0..20 {
+        let f = lone_call(&mut engine, &[throttled.clone(), throttled.clone()]);
+        assert!(f.is_success(), "{f:?}");
+    }
+    let mut engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(3)).unwrap();
+    let f = lone_call(&mut engine, &[Outcome::Response(Response::new(503))]);
+    let Finish::GaveUp(g) = f else {
+        panic!("{f:?}")
+    };
+    assert_eq!((g.reason, g.attempts), (GiveUpReason::BudgetExhausted, 1));
+}

@@ -29,6 +29,19 @@ pub struct Query {
     pub only: Option<EndpointId>,
 }
 
+impl Query {
+    /// Whether this attempt, going to `endpoint`, is a retry charged to that endpoint's
+    /// retry budget. A first attempt is not a retry; a failover to another endpoint
+    /// adds no load to the one in trouble; and a retry after a throttle waits as the
+    /// server directed, so it is not a blind retry either.
+    pub fn charges_budget(&self, endpoint: EndpointId) -> bool {
+        self.attempt > 1
+            && self
+                .avoid
+                .is_none_or(|a| a.target.endpoint == endpoint && a.scope != Scope::Throttle)
+    }
+}
+
 /// A target the last failure rules out until an instant: the whole endpoint for an
 /// endpoint-scope failure, the one key for a key or throttle failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,7 +49,7 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
         if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
             return Admit::NotBefore(avoid.until, avoid.cause);
         }
-        if query.attempt > 1 && !self.budget.try_withdraw(now) {
+        if query.charges_budget(target.endpoint) && !self.budget.try_withdraw(now) {
             return Admit::Refuse(GiveUpReason::BudgetExhausted);
         }
         Admit::Go(Grant {
