@@ -153,7 +153,7 @@ mod tests {
         assert!(v.is_none());
         assert_eq!(r.status, 429);
         assert!(r.error.kind.is_some());
-        assert!(r.hints.wait_hint().is_some());
+        assert!(r.hints.wait_hint(0).is_some());
     }
 
     #[test]
