@@ -387,7 +387,7 @@ impl Floor {
     }
 
     fn try_take(&mut self, now: Timestamp) -> bool {
-        if !self.next_at().is_some_and(|next| now >= next) {
+        if self.next_at().is_none_or(|next| now < next) {
             return false;
         }
         let ns = now.as_nanos();

@@ -10,18 +10,25 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+mod endpoint;
+mod gate;
+mod ledger;
+
+use endpoint::EndpointState;
+use ledger::Ledger;
+pub use ledger::RECLAIM_GRACE;
+
 use crate::backoff::Backoff;
-use crate::breaker::{Breaker, BreakerEvent, BreakerInput, Permit};
+use crate::breaker::{Breaker, BreakerEvent};
 use crate::budget::RetryBudget;
-use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
 use crate::error::ConfigError;
-use crate::health::{HealthReport, HealthWindow, Sample, SampleResult};
+use crate::health::{HealthReport, HealthWindow};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::{EndpointId, Target};
-use crate::limiter::{self, Limiter, LimiterConfig};
+use crate::limiter::{Limiter, LimiterConfig, ServerLimits};
 use crate::policy::Policy;
-use crate::pool::{DisableReason, EndpointConfig, Pool, PoolConfig, PoolEvent, Selection};
-use crate::retry::{Admit, Call, Gate, GiveUpReason, Grant, Query, Report, RetryConfig, WaitCause};
+use crate::pool::{EndpointConfig, Pool, PoolConfig, PoolEvent};
+use crate::retry::{Call, Report, RetryConfig};
 use crate::ring::Ring;
 use crate::rng::{self, CoreRng, Seed};
 use crate::time::{Monotonic, Timestamp};
@@ -91,41 +98,6 @@ pub enum EngineEvent {
     Key(PoolEvent),
 }
 
-struct EndpointState {
-    breaker: Breaker,
-    budget: RetryBudget,
-    limiter: Limiter,
-    health: HealthWindow,
-    single_key: bool,
-    standby: bool,
-    /// The first endpoint-scope failure since the last success, if the endpoint has
-    /// failed since: how long it has been unavailable, for [`Query::max_hold`].
-    failing_since: Option<Timestamp>,
-}
-
-impl EndpointState {
-    /// Whether a call may use this endpoint: only the endpoint it is restricted to, or
-    /// any endpoint not on standby.
-    fn serves(&self, endpoint: EndpointId, query: &Query) -> bool {
-        query.only.map_or(!self.standby, |only| only == endpoint)
-    }
-
-    /// Whether a holding call still waits for this endpoint at `now`: it has not been
-    /// failing for `max_hold` or longer.
-    fn holds(&self, now: Timestamp, query: &Query) -> bool {
-        query.hold
-            && self
-                .failing_since
-                .is_none_or(|since| now.saturating_duration_since(since) < query.max_hold)
-    }
-
-    /// The instant a holding call stops holding for this endpoint.
-    fn hold_ends(&self, query: &Query) -> Timestamp {
-        self.failing_since
-            .map_or(Timestamp::MAX, |since| since.saturating_add(query.max_hold))
-    }
-}
-
 /// The shared machines of many concurrent calls. See the module documentation.
 pub struct Engine {
     policy: Policy,
@@ -136,6 +108,12 @@ pub struct Engine {
     rng: CoreRng,
     clock: Monotonic,
     events: Ring<EngineEvent, EVENT_CAPACITY>,
+    /// Every grant issued and not yet ended.
+    ledger: Ledger,
+    /// Reports refused: grants of another engine, or already ended.
+    stale_reports: u64,
+    /// Sweeps that reclaimed overdue grants.
+    reclaims: u64,
 }
 
 impl core::fmt::Debug for Engine {
@@ -165,7 +143,8 @@ impl Engine {
                 budget: RetryBudget::new(policy.budget),
                 limiter: Limiter::new(limits),
                 health: HealthWindow::new(&policy.health),
-                single_key: spec.pool.keys == 1,
+                servers: alloc::vec![ServerLimits::default(); usize::from(spec.pool.keys)],
+                follow_server: limits.follow_server,
                 standby: spec.standby,
                 failing_since: None,
             });
@@ -178,6 +157,9 @@ impl Engine {
             rng: rng::from_seed(seed),
             clock: Monotonic::default(),
             events: Ring::new(),
+            ledger: Ledger::new(engine_id(&seed)),
+            stale_reports: 0,
+            reclaims: 0,
         })
     }
 
@@ -242,6 +224,29 @@ impl Engine {
     /// An endpoint's limiter.
     pub fn limiter(&self, endpoint: EndpointId) -> Option<&Limiter> {
         self.state(endpoint).map(|s| &s.limiter)
+    }
+
+    /// What a key's server said about its rate limits (`None` for an unknown key, or
+    /// when the endpoint does not follow the server's headers).
+    pub fn server_limits(&self, target: Target) -> Option<&ServerLimits> {
+        self.state(target.endpoint)
+            .and_then(|s| s.server(target.key))
+    }
+
+    /// Grants issued and not yet ended (attempts in flight and reserved slots).
+    pub fn outstanding(&self) -> usize {
+        self.ledger.len()
+    }
+
+    /// Reports refused because their grant was not this engine's, or already ended.
+    pub fn stale_reports(&self) -> u64 {
+        self.stale_reports
+    }
+
+    /// How many sweeps reclaimed overdue grants (calls dropped without being
+    /// cancelled, or attempts never reported).
+    pub fn reclaims(&self) -> u64 {
+        self.reclaims
     }
 
     /// An endpoint's health over the policy's window, against the policy's SLA.
@@ -315,11 +320,8 @@ impl Engine {
     /// When a throttled key may serve again: the call's own (jittered) retry instant,
     /// never before the server's hint — and the hint alone when the call will not wait
     /// for it.
-    fn cool_until(at: Timestamp, report: &Report) -> Timestamp {
-        let hinted = report
-            .hints
-            .wait_hint(report.grant.tokens)
-            .map(|h| at.saturating_add(h));
+    fn cool_until(at: Timestamp, tokens: u64, report: &Report) -> Timestamp {
+        let hinted = report.hints.wait_hint(tokens).map(|h| at.saturating_add(h));
         match (hinted, report.retry_at.filter(|r| *r < Timestamp::MAX)) {
             (Some(h), Some(r)) => h.max(r),
             (Some(h), None) => h,
@@ -328,220 +330,22 @@ impl Engine {
     }
 }
 
-/// The earliest wait seen while walking the endpoints, and why.
-#[derive(Default)]
-struct Blocked {
-    wait: Option<(Timestamp, WaitCause)>,
-    /// The earliest instant an open breaker lifts, for a call that does not hold.
-    breaker_open: Option<Timestamp>,
-    budget_spent: bool,
-    too_large: bool,
-}
-
-impl Blocked {
-    fn note(&mut self, at: Timestamp, cause: WaitCause) {
-        if self.wait.is_none_or(|(t, _)| at < t) {
-            self.wait = Some((at, cause));
-        }
-    }
-
-    fn note_open(&mut self, until: Timestamp) {
-        self.breaker_open = Some(self.breaker_open.map_or(until, |u| u.min(until)));
-    }
-
-    /// A call that does not hold gives up on an open breaker unless something else
-    /// frees up before it lifts.
-    fn verdict(self) -> Admit {
-        match (self.wait, self.breaker_open) {
-            (Some((at, _)), Some(until)) if until <= at => {
-                Admit::Refuse(GiveUpReason::BreakerOpen { until })
-            }
-            (Some((at, cause)), _) => Admit::NotBefore(at, cause),
-            (None, Some(until)) => Admit::Refuse(GiveUpReason::BreakerOpen { until }),
-            (None, None) if self.budget_spent => Admit::Refuse(GiveUpReason::BudgetExhausted),
-            (None, None) if self.too_large => Admit::Refuse(GiveUpReason::RateLimited {
-                until: Timestamp::MAX,
-            }),
-            (None, None) => Admit::Refuse(GiveUpReason::NoUsableKey),
-        }
-    }
-}
-
-impl Gate for Engine {
-    type Rng = CoreRng;
-
-    fn classifier(&self) -> &ClassifyConfig {
-        &self.policy.classify
-    }
-
-    fn rng(&mut self) -> &mut CoreRng {
-        &mut self.rng
-    }
-
-    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
-        let now = self.clock.observe(now);
-        let mut blocked = Blocked::default();
-        let mut probe = false;
-        let states = &mut self.endpoints;
-        // Each endpoint is asked breaker → budget → limiter; the limiter's `acquire`
-        // is the first step that commits, so everything that could still refuse is
-        // asked before it, and a grant is committed in the same walk.
-        let selection = self.pool.select(now, |target| {
-            let endpoint = target.endpoint;
-            let Some(s) = states.get_mut(usize::from(endpoint.0)) else {
-                return false;
-            };
-            if !s.serves(endpoint, query) {
-                return false;
-            }
-            if let Some(a) = query.avoid.filter(|a| a.rules_out(now, target)) {
-                blocked.note(a.until, a.cause);
-                return false;
-            }
-            if let Permit::Deny { until } = s.breaker.peek(now) {
-                if s.holds(now, query) {
-                    blocked.note(until.min(s.hold_ends(query)), WaitCause::Breaker);
-                } else {
-                    blocked.note_open(until);
-                }
-                return false;
-            }
-            let charge = query.charges_budget(endpoint);
-            if charge && !s.budget.can_withdraw(now) {
-                // A holding call waits for the budget's floor to grant its next retry.
-                match s.budget.available_at(now).filter(|_| s.holds(now, query)) {
-                    Some(at) => blocked.note(at.min(s.hold_ends(query)), WaitCause::Budget),
-                    None => blocked.budget_spent = true,
-                }
-                return false;
-            }
-            match s.limiter.acquire(now, query.tokens) {
-                limiter::Admit::Go => {}
-                limiter::Admit::NotBefore(at) => {
-                    blocked.note(at, WaitCause::RateLimit);
-                    return false;
-                }
-                limiter::Admit::Busy => {
-                    blocked.note(now.saturating_add(BUSY_RECHECK), WaitCause::Busy);
-                    return false;
-                }
-                limiter::Admit::TooLarge => {
-                    blocked.too_large = true;
-                    return false;
-                }
-            }
-            // The peek above allowed it, so these grant.
-            probe = matches!(s.breaker.permit(now), Permit::Probe);
-            if charge {
-                let _ = s.budget.try_withdraw(now);
-            }
-            true
-        });
-        let target = match selection {
-            Selection::Picked(target) => target,
-            Selection::CoolingUntil(at) => {
-                blocked.note(at, WaitCause::Hint(at.saturating_duration_since(now)));
-                return blocked.verdict();
-            }
-            Selection::Unavailable => return blocked.verdict(),
-        };
-        self.drain_events_of(target.endpoint);
-        Admit::Go(Grant {
-            target,
-            probe,
-            tokens: query.tokens,
-        })
-    }
-
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
-        let now = self.clock.observe(now);
-        let target = report.grant.target;
-        let Some(s) = self.endpoints.get_mut(usize::from(target.endpoint.0)) else {
-            return;
-        };
-        s.limiter
-            .on_finish(now, report.grant.tokens, report.tokens_used);
-        let exhausted =
-            report.hints.requests.remaining == Some(0) || report.hints.tokens.remaining == Some(0);
-        // A window with nothing `remaining` changes nothing (the instant was already
-        // observed by `on_finish`), so a response without rate headers skips the call.
-        let has_windows =
-            report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
-        if has_windows && (s.single_key || !exhausted) {
-            s.limiter.on_hints(now, report.hints);
-        }
-        match report.verdict {
-            Verdict::Success => s.failing_since = None,
-            Verdict::Failure(f) if f.scope == Scope::Endpoint && f.class != Class::Cancelled => {
-                s.failing_since.get_or_insert(now);
-            }
-            Verdict::Failure(_) => {}
-        }
-        let (input, sample) = match report.verdict {
-            Verdict::Success => {
-                s.budget.on_success(now);
-                (
-                    BreakerInput::Success {
-                        latency: report.latency,
-                    },
-                    Some(SampleResult::Success),
-                )
-            }
-            Verdict::Failure(f) => (breaker_input(&f), sample_result(&f)),
-        };
-        s.breaker
-            .on_result(now, input, report.grant.probe, &mut self.rng);
-        if let Some(result) = sample {
-            s.health.on_sample(now, Sample::new(result, report.latency));
-        }
-        // Keys of one endpoint may belong to different accounts: a window the server
-        // says is spent throttles the key that was told, not the endpoint.
-        let throttled = matches!(report.verdict, Verdict::Failure(f) if f.scope == Scope::Throttle);
-        if throttled || (exhausted && !s.single_key) {
-            let _ = self
-                .pool
-                .on_throttled(now, target, Engine::cool_until(now, report));
-        }
-        if let Verdict::Failure(f) = report.verdict
-            && f.scope == Scope::Key
-        {
-            let _ = self
-                .pool
-                .on_key_rejected(now, target, disable_reason(f.class));
-        }
-        self.drain_events_of(target.endpoint);
-    }
-}
-
-/// Only endpoint-scope failures count toward a breaker; the rest are the request's,
-/// the key's or the rate limit's doing.
-fn breaker_input(f: &Failure) -> BreakerInput {
-    if f.scope == Scope::Endpoint {
-        BreakerInput::Failure
-    } else {
-        BreakerInput::Ignored
-    }
-}
-
-fn sample_result(f: &Failure) -> Option<SampleResult> {
-    Some(match (f.scope, f.class) {
-        (_, Class::Cancelled) => return None,
-        (Scope::Endpoint, Class::Timeout) => SampleResult::Timeout,
-        (Scope::Endpoint, _) => SampleResult::EndpointError,
-        (Scope::Throttle, _) => SampleResult::Throttled,
-        (Scope::Key, _) => SampleResult::KeyError,
-        (Scope::Request, _) => SampleResult::RequestError,
-    })
-}
-
-fn disable_reason(class: Class) -> DisableReason {
-    match class {
-        Class::Unauthorized => DisableReason::Unauthorized,
-        Class::Forbidden => DisableReason::Forbidden,
-        Class::QuotaExhausted | Class::PaymentRequired => DisableReason::QuotaExhausted,
-        _ => DisableReason::Other,
-    }
+/// A nonzero id for the engine, mixed from its seed (engines built from one seed share
+/// it). Grants from [`SingleEndpoint`](crate::retry::SingleEndpoint) carry id 0.
+fn engine_id(seed: &Seed) -> u64 {
+    let id = seed.chunks(8).fold(0x9e37_79b9_7f4a_7c15u64, |acc, chunk| {
+        let word = chunk
+            .iter()
+            .fold(0u64, |w, &b| w.rotate_left(8) ^ u64::from(b));
+        (acc ^ word)
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+            .rotate_left(31)
+    });
+    id | 1
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod liveness_tests;

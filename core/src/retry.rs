@@ -28,7 +28,10 @@ mod single;
 
 pub use config::RetryConfig;
 pub use events::CallEvent;
-pub use gate::{Admit, Avoid, Gate, Grant, Query, Report, WaitCause};
+#[cfg(feature = "testing")]
+pub use gate::Sealed;
+pub(crate) use gate::sealed::Sealed as GateSeal;
+pub use gate::{Admit, Avoid, Gate, Grant, Query, Report, Ticket, WaitCause};
 pub use single::SingleEndpoint;
 
 /// What the driver must do next.
@@ -40,6 +43,13 @@ pub enum Decision {
     Wait(Timestamp),
     /// The call is over.
     Done(Finish),
+}
+
+impl Decision {
+    /// Whether the call is over.
+    pub fn is_done(&self) -> bool {
+        matches!(self, Decision::Done(_))
+    }
 }
 
 /// One attempt the driver must send.
@@ -185,6 +195,12 @@ enum State {
         /// The instant of the last `Wait` handed out: nothing happens before it.
         wake: Option<Timestamp>,
     },
+    /// A rate-limit slot is reserved for `at`.
+    Reserved {
+        grant: Grant,
+        at: Timestamp,
+        avoid: Option<Avoid>,
+    },
     InFlight {
         id: AttemptId,
         grant: Grant,
@@ -201,8 +217,9 @@ enum State {
     Done(Finish),
 }
 
-/// The retry sequence of one logical call. Fixed size, no allocation.
-#[derive(Debug, Clone)]
+/// The retry sequence of one logical call. Fixed size, no allocation. Not `Clone`: it
+/// may hold a grant (a probe slot, a reserved rate-limit slot) that must be ended once.
+#[derive(Debug)]
 pub struct Call {
     config: RetryConfig,
     backoff: Backoff,
@@ -336,6 +353,11 @@ impl Call {
                 State::InFlight { deadline, .. } if now < deadline => {
                     return Decision::Wait(deadline);
                 }
+                State::Reserved { at, .. } if now < at => return Decision::Wait(at),
+                State::Reserved { grant, avoid, .. } => match gate.confirm(now, &grant) {
+                    Some(grant) => return Decision::Send(self.send(now, grant)),
+                    None => self.state = State::Ready { avoid, wake: None },
+                },
                 State::InFlight { grant, sent_at, .. } => {
                     // The driver did not report in time: the attempt timed out.
                     self.arrived = Outcome::Transport(Transport::new(
@@ -372,6 +394,7 @@ impl Call {
         match self.state {
             State::Done(_) => None,
             State::InFlight { deadline, .. } => Some(deadline),
+            State::Reserved { at, .. } => Some(at),
             State::Arrived { at, .. } => Some(at),
             State::Ready { wake, .. } => Some(wake.unwrap_or(self.clock.latest())),
         }
@@ -386,9 +409,13 @@ impl Call {
     /// cancelled (releasing what it held) and the call finishes with `Cancelled`.
     pub fn cancel<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Finish {
         let now = self.clock.observe(now);
-        if let State::InFlight { grant, sent_at, .. } = self.state {
-            self.arrived = Outcome::Cancelled;
-            self.settle(gate, grant, sent_at, now);
+        match self.state {
+            State::InFlight { grant, sent_at, .. } => {
+                self.arrived = Outcome::Cancelled;
+                self.settle(gate, grant, sent_at, now);
+            }
+            State::Reserved { grant, .. } => gate.release(now, &grant),
+            _ => {}
         }
         match self.state {
             State::Done(finish) => finish,
@@ -417,9 +444,22 @@ impl Call {
             hold: self.config.hold,
             max_hold: self.config.max_hold,
             only: self.only,
+            deadline: self.deadline,
+            span: self
+                .config
+                .first_event_timeout
+                .unwrap_or(self.config.attempt_timeout),
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
+            Admit::At(grant, at) if at > now => {
+                self.state = State::Reserved { grant, at, avoid };
+                Decision::Wait(at)
+            }
+            Admit::At(grant, _) => match gate.confirm(now, &grant) {
+                Some(grant) => Decision::Send(self.send(now, grant)),
+                None => Decision::Wait(now),
+            },
             // A key cooling down for longer than this call may wait is a hint too long.
             // The hint reported is what is left of the cool-down, which may come from
             // another key's answer than this call's last.

@@ -6,7 +6,8 @@ use core::time::Duration;
 use super::*;
 use crate::classify::ErrorFacts;
 use crate::outcome::{Outcome, Response};
-use crate::retry::{Decision, Finish};
+use crate::pool::DisableReason;
+use crate::retry::{Decision, Finish, GiveUpReason};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -412,7 +413,7 @@ fn a_standby_endpoint_serves_only_the_calls_restricted_to_it() {
 fn lone_call(engine: &mut Engine, answers: &[Outcome]) -> Finish {
     let mut now = at(0);
     let mut call = engine.start_call(now, None);
-    let mut answers = answers.iter().cloned();
+    let mut answers = answers.iter().copied();
     loop {
         match call.poll_decision(now, engine) {
             Decision::Send(a) => {
@@ -446,10 +447,10 @@ fn a_fresh_client_always_gets_its_configured_attempts() {
         let f = lone_call(
             &mut engine,
             &[
-                refused.clone(),
-                refused.clone(),
-                refused.clone(),
-                refused.clone(),
+                refused,
+                refused,
+                refused,
+                refused,
             ],
         );
         let Finish::GaveUp(g) = f else {
@@ -476,7 +477,7 @@ fn throttled_retries_do_not_drain_the_budget_but_blind_ones_do() {
     };
     let mut engine = Engine::new(p.clone(), &[EndpointSpec::new(0, 1)], seed(3)).unwrap();
     for _ in 0..20 {
-        let f = lone_call(&mut engine, &[throttled.clone(), throttled.clone()]);
+        let f = lone_call(&mut engine, &[throttled, throttled]);
         assert!(f.is_success(), "{f:?}");
     }
     let mut engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(3)).unwrap();

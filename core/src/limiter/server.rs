@@ -15,10 +15,12 @@
 //! moves `n` intervals later), and admissions are handed out in order: a slot reserved
 //! for a later instant is never overtaken by a call asking after it.
 //!
-//! A response may be stale (other requests were counted since), so a window never
-//! loosens the model; it tightens it when the model holds more than the server can
-//! (more than `remaining + 1` units: the server reports whole units), and then to
-//! exactly `remaining`, so the model never counts the fraction the server may hold.
+//! The server reports whole units: it holds between `remaining` and `remaining + 1`.
+//! A response to the request charged last is *fresh* — nothing was charged since — and
+//! sets the model to exactly `remaining` whenever the model strays out of that range
+//! (either way; it never counts the fraction the server may hold). Any other response
+//! may be stale (other requests were counted since), so it never loosens the model: it
+//! only tightens it, to exactly `remaining`, when the model holds a whole unit more.
 //! Times are nanoseconds on the engine's clock; all arithmetic saturates.
 
 use core::time::Duration;
@@ -33,6 +35,8 @@ pub struct ServerLimits {
     tokens: Learned,
     /// The latest instant a call was admitted or reserved for: later calls come after.
     last_slot: Timestamp,
+    /// Calls charged so far: a response to the last of them is fresh.
+    charges: u64,
 }
 
 /// One learned bucket; `interval == 0` while nothing is known.
@@ -59,18 +63,24 @@ impl ServerLimits {
         Timestamp::from_nanos(at)
     }
 
-    /// Charges a call of `tokens` tokens admitted (or reserved) for instant `at`.
-    pub fn charge(&mut self, at: Timestamp, tokens: u64) {
+    /// Charges a call of `tokens` tokens admitted (or reserved) for instant `at`;
+    /// returns the charge's number, for [`ServerLimits::on_hints`].
+    pub fn charge(&mut self, at: Timestamp, tokens: u64) -> u64 {
         self.last_slot = self.last_slot.max(at);
         self.requests.charge(at.as_nanos(), 1);
         self.tokens.charge(at.as_nanos(), tokens);
+        self.charges = self.charges.wrapping_add(1);
+        self.charges
     }
 
-    /// Learns from a response's headers, received at `now`.
-    pub fn on_hints(&mut self, now: Timestamp, hints: &Hints) {
+    /// Learns from the headers of the response to the call charged as number `charge`
+    /// (`None`: not known), received at `now`.
+    pub fn on_hints(&mut self, now: Timestamp, hints: &Hints, charge: Option<u64>) {
+        let fresh = charge == Some(self.charges);
         let retry_after = hints.retry_after.filter(|w| !w.is_zero());
-        self.requests.observe(now, &hints.requests, retry_after);
-        self.tokens.observe(now, &hints.tokens, retry_after);
+        self.requests
+            .observe(now, &hints.requests, retry_after, fresh);
+        self.tokens.observe(now, &hints.tokens, retry_after, fresh);
     }
 
     /// The time between two requests the server allows, once known.
@@ -110,7 +120,13 @@ impl Learned {
         }
     }
 
-    fn observe(&mut self, now: Timestamp, window: &RateWindow, retry_after: Option<Duration>) {
+    fn observe(
+        &mut self,
+        now: Timestamp,
+        window: &RateWindow,
+        retry_after: Option<Duration>,
+        fresh: bool,
+    ) {
         let (Some(interval), Some(remaining), Some(limit)) =
             (window.unit_interval(), window.remaining, window.limit)
         else {
@@ -118,14 +134,14 @@ impl Learned {
         };
         let interval = nanos_of(interval).max(1);
         let capacity = match window.reset {
-            Some(reset) => remaining.saturating_add(nanos_of(reset) / interval),
+            Some(reset) => remaining.saturating_add(nanos_of(reset).checked_div(interval).unwrap_or(0)),
             None => remaining.max(self.capacity),
         };
         let capacity = capacity.max(remaining).min(limit).max(1);
         let now = now.as_nanos();
         let empty = capacity.saturating_sub(remaining);
         // Exactly `remaining` left (or, drained with a `retry-after`, the next unit at
-        // exactly that wait) — and the most the server might hold, one unit more.
+        // exactly that wait) — and the most the server might hold, a unit more.
         let (exact, most) = match retry_after.filter(|_| remaining == 0) {
             Some(wait) => {
                 let next = now.saturating_add(nanos_of(wait));
@@ -137,11 +153,15 @@ impl Learned {
                 now.saturating_add(empty.saturating_sub(1).saturating_mul(interval)),
             ),
         };
-        let optimistic = !self.is_known() || self.full_at < most;
+        // A later `full_at` holds less. Holding a whole unit more than `remaining` is
+        // wrong whatever the response's age; holding less only when it is fresh.
+        let too_much = self.full_at <= most;
+        let too_little = fresh && self.full_at > exact;
+        let reset = !self.is_known() || too_much || too_little;
         self.interval = interval;
         self.capacity = capacity;
-        if optimistic {
-            self.full_at = self.full_at.max(exact);
+        if reset {
+            self.full_at = exact;
         }
     }
 }
@@ -176,7 +196,7 @@ mod tests {
     fn a_drained_burst_bucket_paces_one_request_per_interval() {
         // 600 a minute, a burst of 20, drained: full in 2 s.
         let mut s = ServerLimits::default();
-        s.on_hints(at(1_000), &requests(600, 0, ms(2_000)));
+        s.on_hints(at(1_000), &requests(600, 0, ms(2_000)), None);
         assert_eq!(s.request_interval(), Some(ms(100)));
         assert_eq!(s.request_capacity(), Some(20));
         let mut slots = Vec::new();
@@ -207,26 +227,26 @@ mod tests {
         let mut s = ServerLimits::default();
         let mut h = requests(60, 0, ms(59_558));
         h.retry_after = Some(ms(559));
-        s.on_hints(at(0), &h);
+        s.on_hints(at(0), &h, None);
         assert_eq!(s.first_slot(at(0), 0), at(559));
         // Without it, the model waits a whole interval (never counting the fraction).
         let mut s = ServerLimits::default();
-        s.on_hints(at(0), &requests(60, 0, ms(59_558)));
+        s.on_hints(at(0), &requests(60, 0, ms(59_558)), None);
         assert_eq!(s.first_slot(at(0), 0), at(1_000));
     }
 
     #[test]
     fn a_stale_window_never_loosens_and_a_fresh_one_tightens() {
         let mut s = ServerLimits::default();
-        s.on_hints(at(0), &requests(600, 0, ms(2_000)));
+        s.on_hints(at(0), &requests(600, 0, ms(2_000)), None);
         let before = s.first_slot(at(0), 0);
         // A late answer saying 15 were left: stale, ignored.
-        s.on_hints(at(10), &requests(600, 15, ms(500)));
+        s.on_hints(at(10), &requests(600, 15, ms(500)), None);
         assert_eq!(s.first_slot(at(10), 0), before);
         // Idle for long, the model holds a full bucket; the server says 3 left: now
         // exactly 3 go at once.
         let t = at(60_000);
-        s.on_hints(t, &requests(600, 3, ms(1_700)));
+        s.on_hints(t, &requests(600, 3, ms(1_700)), None);
         for _ in 0..3 {
             assert_eq!(s.first_slot(t, 0), t);
             s.charge(t, 0);
@@ -245,7 +265,7 @@ mod tests {
             },
             ..Hints::default()
         };
-        s.on_hints(at(0), &h);
+        s.on_hints(at(0), &h, None);
         // 1 000 tokens a second: a call of 500 fits half a second on.
         assert_eq!(s.first_slot(at(0), 500), at(500));
         let mut blind = ServerLimits::default();
@@ -259,6 +279,7 @@ mod tests {
                 },
                 ..Hints::default()
             },
+            None,
         );
         assert!(!blind.is_known());
         assert_eq!(blind.first_slot(at(0), 500), at(0));

@@ -30,6 +30,8 @@ impl<R: Rng> SingleEndpoint<R> {
     }
 }
 
+impl<R> super::GateSeal for SingleEndpoint<R> {}
+
 impl<R: Rng> Gate for SingleEndpoint<R> {
     type Rng = R;
 
@@ -52,11 +54,7 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
         if query.charges_budget(target.endpoint) && !self.budget.try_withdraw(now) {
             return Admit::Refuse(GiveUpReason::BudgetExhausted);
         }
-        Admit::Go(Grant {
-            target,
-            probe: false,
-            tokens: query.tokens,
-        })
+        Admit::Go(Grant::plain(target, query.tokens))
     }
 
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
