@@ -5,6 +5,11 @@ mod support;
 
 use support::*;
 
+/// The flags naming the input, the output and the dead-letter file.
+fn files<'a>(input: &'a str, out: &'a str, dead: &'a str) -> [&'a str; 6] {
+    ["--input", input, "--output", out, "--dead-letter", dead]
+}
+
 #[test]
 fn bad_lines_are_named_and_good_lines_still_run() {
     let tmp = Tmp::new("badinput");
@@ -23,14 +28,7 @@ fn bad_lines_are_named_and_good_lines_still_run() {
     let input = tmp.write("input.jsonl", &text);
     let dead = tmp.p("dead.jsonl");
     let out = tmp.p("out.jsonl");
-    let args = [
-        "--input",
-        input.as_str(),
-        "--output",
-        &out,
-        "--dead-letter",
-        &dead,
-    ];
+    let args = files(&input, &out, &dead);
     // Good lines ran; the bad ones make the exit status say so.
     let run = batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
     let e = &run.stderr;
@@ -339,14 +337,7 @@ fn fixed_dead_letters_of_bad_lines_run_and_unfixed_ones_stay_bad() {
                 {\"id\":\"c\"}\n";
     let input = tmp.write("in.jsonl", text);
     let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
-    let args = [
-        "--input",
-        input.as_str(),
-        "--output",
-        &out,
-        "--dead-letter",
-        &dead,
-    ];
+    let args = files(&input, &out, &dead);
     batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
     let dl = tmp.read("dead.jsonl");
     assert_eq!(dl.lines().count(), 3, "{dl}");
@@ -395,14 +386,7 @@ fn a_dead_letter_file_added_on_a_rerun_gets_the_bad_lines_too() {
     batch_at(&s.base_url(), &["--input", &input, "--output", &out]).exits(EXIT_BAD_INPUT);
     let before = tmp.read("out.jsonl");
     let dead = tmp.p("dead.jsonl");
-    let args = [
-        "--input",
-        input.as_str(),
-        "--output",
-        &out,
-        "--dead-letter",
-        &dead,
-    ];
+    let args = files(&input, &out, &dead);
     let run = batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
     assert_eq!(tmp.read("out.jsonl"), before, "nothing is written twice");
     assert_eq!(summary_figure(&run.stderr, "done by an earlier run"), 2);
