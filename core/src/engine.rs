@@ -96,6 +96,15 @@ pub enum EngineEvent {
     },
     /// A key cooled down, was disabled, or was enabled again.
     Key(PoolEvent),
+    /// A grant was reclaimed: its attempt was overdue by [`RECLAIM_GRACE`] (its call was
+    /// dropped without being cancelled, or its driver stopped polling). What it held —
+    /// a call-in-flight slot, a probe — was given back.
+    Reclaimed {
+        /// When.
+        at: Timestamp,
+        /// The grant.
+        grant: crate::retry::Grant,
+    },
 }
 
 /// The shared machines of many concurrent calls. See the module documentation.
@@ -266,12 +275,34 @@ impl Engine {
         self.events.dropped()
     }
 
-    /// The earliest instant at which a breaker may half-open.
+    /// The earliest instant at which something happens without an input: a breaker
+    /// may half-open, or an overdue grant is reclaimed. Drivers need not act on it
+    /// (every decision catches up first); [`Engine::handle_timeout`] brings the state
+    /// (and its events) up to date.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         self.endpoints
             .iter()
             .filter_map(|s| s.breaker.poll_timeout())
+            .chain(
+                (self.ledger.next_reclaim() < Timestamp::MAX).then(|| self.ledger.next_reclaim()),
+            )
             .min()
+    }
+
+    /// Brings the shared machines up to `now`: open breakers whose time is up become
+    /// half-open, and overdue grants are reclaimed.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.clock.observe(now);
+        for s in &mut self.endpoints {
+            s.breaker.handle_timeout(now);
+        }
+        self.reclaim(now);
+        self.drain_events();
+    }
+
+    /// Grants of `endpoint` issued and not yet ended.
+    pub fn outstanding_on(&self, endpoint: EndpointId) -> usize {
+        self.ledger.count(|e| e.target.endpoint == endpoint)
     }
 
     fn state(&self, endpoint: EndpointId) -> Option<&EndpointState> {

@@ -354,6 +354,12 @@ impl Call {
                     return Decision::Wait(deadline);
                 }
                 State::Reserved { at, .. } if now < at => return Decision::Wait(at),
+                // Polled too late for its slot: the slot is given back and the deadline
+                // decides.
+                State::Reserved { grant, avoid, .. } if now >= self.deadline => {
+                    gate.release(now, &grant);
+                    self.state = State::Ready { avoid, wake: None };
+                }
                 State::Reserved { grant, avoid, .. } => match gate.confirm(now, &grant) {
                     Some(grant) => return Decision::Send(self.send(now, grant)),
                     None => self.state = State::Ready { avoid, wake: None },

@@ -7,14 +7,14 @@ use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
 use crate::health::{Sample, SampleResult};
 use crate::ids::Target;
 use crate::limiter;
-use crate::pool::{DisableReason, Selection};
+use crate::pool::{DisableReason, KeyState, Selection};
 use crate::retry::{Admit, Gate, GateSeal, Grant, Query, Report, WaitCause};
 use crate::rng::CoreRng;
 use crate::time::Timestamp;
 
 use super::endpoint::{Blocked, EndpointState, RateSlot};
 use super::ledger::{Entry, reclaim_at};
-use super::{BUSY_RECHECK, Engine};
+use super::{BUSY_RECHECK, Engine, EngineEvent};
 
 impl GateSeal for Engine {}
 
@@ -129,14 +129,24 @@ impl Gate for Engine {
         let now = self.clock.observe(now);
         self.reclaim(now);
         let endpoint = grant.target.endpoint;
+        let usable = matches!(
+            self.pool.key_state(now, grant.target),
+            Some(KeyState::Usable)
+        );
         let entry = self.ledger.get_mut(grant.ticket)?;
         let s = self.endpoints.get_mut(usize::from(endpoint.0))?;
-        let probe = match s.breaker.permit(now) {
+        let permit = if usable {
+            s.breaker.permit(now)
+        } else {
+            Permit::Deny { until: now }
+        };
+        let probe = match permit {
             Permit::Allow => None,
             Permit::Probe => Some(s.breaker.probe_period()),
             Permit::Deny { .. } => {
-                // The breaker opened while the call waited for its slot: the slot is
-                // given back and the call asks again.
+                // While the call waited for its slot, the breaker opened, or another
+                // call's answer cooled or disabled the key: the slot is given back and
+                // the call asks again.
                 s.limiter.on_finish(now, entry.tokens, None);
                 let _ = self.ledger.take(grant.ticket);
                 self.drain_events_of(endpoint);
@@ -264,12 +274,20 @@ impl Engine {
     }
 
     /// Reclaims every grant overdue at `now`.
-    fn reclaim(&mut self, now: Timestamp) {
+    pub(super) fn reclaim(&mut self, now: Timestamp) {
         let mut overdue = false;
         let endpoints = &mut self.endpoints;
-        self.ledger.reclaim(now, |entry| {
+        let events = &mut self.events;
+        self.ledger.reclaim(now, |entry, ticket| {
             overdue = true;
             give_back(endpoints, now, &entry);
+            let grant = Grant {
+                target: entry.target,
+                probe: entry.probe,
+                tokens: entry.tokens,
+                ticket,
+            };
+            events.push(EngineEvent::Reclaimed { at: now, grant });
         });
         if overdue {
             self.reclaims = self.reclaims.saturating_add(1);

@@ -116,23 +116,45 @@ impl Ledger {
         self.next_reclaim = self.next_reclaim.min(at);
     }
 
-    /// Removes every entry due for reclaim at `now`, calling `give_back` with each.
-    pub fn reclaim(&mut self, now: Timestamp, mut give_back: impl FnMut(Entry)) {
+    /// Removes every entry due for reclaim at `now`, calling `give_back` with each and
+    /// its ticket.
+    pub fn reclaim(&mut self, now: Timestamp, mut give_back: impl FnMut(Entry, Ticket)) {
         if now < self.next_reclaim {
             return;
         }
         let mut next = Timestamp::MAX;
+        let engine = self.engine;
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(entry) = slot.entry else { continue };
             if entry.reclaim_at <= now {
                 slot.entry = None;
-                self.free.push(u32::try_from(index).unwrap_or(u32::MAX));
-                give_back(entry);
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                self.free.push(index);
+                let ticket = Ticket {
+                    engine,
+                    slot: index,
+                    generation: slot.generation,
+                };
+                give_back(entry, ticket);
             } else {
                 next = next.min(entry.reclaim_at);
             }
         }
         self.next_reclaim = next;
+    }
+
+    /// No entry is due for reclaim before this instant.
+    pub fn next_reclaim(&self) -> Timestamp {
+        self.next_reclaim
+    }
+
+    /// Outstanding entries matching `f`.
+    pub fn count(&self, f: impl Fn(&Entry) -> bool) -> usize {
+        self.slots
+            .iter()
+            .filter_map(|s| s.entry.as_ref())
+            .filter(|e| f(e))
+            .count()
     }
 
     /// Grants outstanding.

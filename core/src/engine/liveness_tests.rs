@@ -371,3 +371,90 @@ fn a_cancelled_reservation_gives_back_its_slot() {
     assert_eq!(engine.outstanding(), 0);
     assert_eq!(engine.limiter(EndpointId(0)).unwrap().in_flight(), 0);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the server answers one attempt.
+    #[derive(Debug, Clone, Copy)]
+    enum Answer {
+        /// 429 asking for this many milliseconds.
+        Throttled(u64),
+        Unavailable,
+        Overloaded,
+        Ok,
+    }
+
+    fn answer() -> impl Strategy<Value = Answer> {
+        prop_oneof![
+            3 => (1u64..5_000).prop_map(Answer::Throttled),
+            1 => Just(Answer::Unavailable),
+            1 => Just(Answer::Overloaded),
+            1 => Just(Answer::Ok),
+        ]
+    }
+
+    fn outcome(a: Answer) -> Outcome {
+        match a {
+            Answer::Throttled(ms) => {
+                let value = format!("{ms}");
+                let headers = [(&b"retry-after-ms"[..], value.as_bytes())];
+                Outcome::Response(Response::from_http(429, headers, b"{}", 0))
+            }
+            Answer::Unavailable => Outcome::Response(Response::new(503)),
+            Answer::Overloaded => Outcome::Response(Response::new(529)),
+            Answer::Ok => Outcome::Response(Response::new(200)),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_1234),
+            ..ProptestConfig::default()
+        })]
+
+        /// A call whose deadline allows waiting out every hint ends only by its attempts
+        /// or with a success — never for budget, rate, breaker or hint reasons — and
+        /// each hinted retry goes out no earlier than asked and no later than the
+        /// hint's jitter allows.
+        #[test]
+        fn a_call_that_can_wait_out_every_hint_ends_only_by_its_attempts(
+            answers in proptest::collection::vec(answer(), 1..8),
+            seed_byte in any::<u8>(),
+        ) {
+            let policy = Policy::default();
+            let spread = policy.retry.hint_jitter;
+            let mut engine = Engine::new(policy, &[EndpointSpec::new(0, 1)], seed(seed_byte)).unwrap();
+            let mut now = Timestamp::ZERO;
+            let mut call = engine.start_call(now, None);
+            let mut asked: Option<(Timestamp, u64)> = None;
+            let mut next = answers.iter().copied();
+            let finish = loop {
+                match call.poll_decision(now, &mut engine) {
+                    Decision::Send(a) => {
+                        if let Some((told, wait)) = asked.take() {
+                            let waited = now.saturating_duration_since(told);
+                            prop_assert!(waited >= ms(wait), "retried after {waited:?}, told {wait} ms");
+                            let most = ms(wait).mul_f64(1.0 + spread) + Duration::from_nanos(1);
+                            prop_assert!(waited <= most, "retried after {waited:?}, told {wait} ms");
+                        }
+                        now = now + ms(20);
+                        let answer = next.next().unwrap_or(Answer::Ok);
+                        if let Answer::Throttled(wait) = answer {
+                            asked = Some((now, wait));
+                        }
+                        call.on_outcome(now, a.id, outcome(answer)).unwrap();
+                    }
+                    Decision::Wait(t) => now = t,
+                    Decision::Done(f) => break f,
+                }
+            };
+            match finish {
+                Finish::Success { .. } => {}
+                Finish::GaveUp(g) => prop_assert_eq!(g.reason, GiveUpReason::RetriesExhausted, "{:?}", g),
+            }
+            prop_assert_eq!(engine.outstanding(), 0);
+        }
+    }
+}

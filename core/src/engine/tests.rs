@@ -444,15 +444,7 @@ fn a_fresh_client_always_gets_its_configured_attempts() {
         assert!(f.is_success(), "seed {n}: {f:?}");
         assert_eq!(f.attempts(), 3, "seed {n}");
         let mut engine = Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], s).unwrap();
-        let f = lone_call(
-            &mut engine,
-            &[
-                refused,
-                refused,
-                refused,
-                refused,
-            ],
-        );
+        let f = lone_call(&mut engine, &[refused, refused, refused, refused]);
         let Finish::GaveUp(g) = f else {
             panic!("seed {n}: {f:?}")
         };

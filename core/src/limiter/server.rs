@@ -134,7 +134,9 @@ impl Learned {
         };
         let interval = nanos_of(interval).max(1);
         let capacity = match window.reset {
-            Some(reset) => remaining.saturating_add(nanos_of(reset).checked_div(interval).unwrap_or(0)),
+            Some(reset) => {
+                remaining.saturating_add(nanos_of(reset).checked_div(interval).unwrap_or(0))
+            }
             None => remaining.max(self.capacity),
         };
         let capacity = capacity.max(remaining).min(limit).max(1);

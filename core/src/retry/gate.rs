@@ -141,6 +141,12 @@ impl Grant {
         self.probe.is_some()
     }
 
+    /// The half-open period of the probe slot it holds (see
+    /// [`Breaker::probe_period`](crate::breaker::Breaker::probe_period)).
+    pub fn probe_period(&self) -> Option<u32> {
+        self.probe
+    }
+
     /// Tokens charged to the limiter.
     pub fn tokens(&self) -> u64 {
         self.tokens
@@ -198,15 +204,10 @@ pub trait Gate: sealed::Sealed {
     /// At a reserved slot's instant: the grant to send now, or `None` when the slot is
     /// void (the endpoint's breaker opened meanwhile; the gate gave back what it held)
     /// and the call must ask [`Gate::admit`] again.
-    fn confirm(&mut self, now: Timestamp, grant: &Grant) -> Option<Grant> {
-        let _ = now;
-        Some(*grant)
-    }
+    fn confirm(&mut self, now: Timestamp, grant: &Grant) -> Option<Grant>;
     /// A grant that will never be sent (its call was cancelled first): give back what
     /// it held.
-    fn release(&mut self, now: Timestamp, grant: &Grant) {
-        let _ = (now, grant);
-    }
+    fn release(&mut self, now: Timestamp, grant: &Grant);
     /// After an attempt: its outcome, for budgets, breakers, limiters, keys and health.
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report<'_>);
 }

@@ -57,6 +57,14 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
         Admit::Go(Grant::plain(target, query.tokens))
     }
 
+    /// It never reserves a slot, so every grant it made goes as it is.
+    fn confirm(&mut self, _now: Timestamp, grant: &Grant) -> Option<Grant> {
+        Some(*grant)
+    }
+
+    /// Its grants hold nothing to give back.
+    fn release(&mut self, _now: Timestamp, _grant: &Grant) {}
+
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
         match report.verdict {
             Verdict::Success => self.budget.on_success(now),
