@@ -1,12 +1,14 @@
 //! The driver loop: read the clock, poll the session, send or sleep, report.
 
 use std::io::Read;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
+use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::retry::Attempt;
 use steadfast_core::time::Timestamp;
 use steadfast_http::body::LimitedBody;
@@ -54,7 +56,7 @@ impl Clock {
     }
 }
 
-/// One attempt's request, owned.
+/// One attempt's request, owned (a stream's is sent from its own thread).
 struct Request {
     url: String,
     headers: HeaderMap,
@@ -81,6 +83,7 @@ fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>,
         .timeout_global(Some(r.attempt.timeout))
         .timeout_connect(Some(r.attempt.connect_timeout));
     let config = if stream {
+        // Ends the stream's thread early when even the head does not come in time.
         let first = r.attempt.first_event_timeout.unwrap_or(r.attempt.timeout);
         config.timeout_recv_response(Some(first))
     } else {
@@ -201,13 +204,34 @@ enum First {
     Failed(ureq::Error),
 }
 
-/// One stream attempt, until its first event.
+/// One stream attempt, until its first event. ureq fixes its timeouts when a request
+/// starts, so the wait runs on its own thread and this one gives up on it at the
+/// first-event deadline. A thread given up on ends with the attempt's own timeout.
 fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
-    let (max, reader) = (s.max_body(), s.event_reader());
-    report_opening(c, s, opening(&c.agent, Request::from(out), reader, max))
+    let first_by = Instant::now() + out.first_event_timeout();
+    let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader());
+    let request = Request::from(out);
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = thread::Builder::new()
+        .name("steadfast-stream".to_owned())
+        .spawn(move || {
+            let _ = tx.send(opening(&agent, request, reader, max));
+        });
+    if spawned.is_err() {
+        let t = Transport::new(TransportKind::Other, Phase::BeforeSend);
+        s.on_transport(c.clock.now(), t, None);
+        return None;
+    }
+    let kind = match rx.recv_timeout(first_by.saturating_duration_since(Instant::now())) {
+        Ok(o) => return report_opening(c, s, o),
+        Err(RecvTimeoutError::Timeout) => TransportKind::Timeout,
+        Err(RecvTimeoutError::Disconnected) => TransportKind::Other,
+    };
+    s.on_transport(c.clock.now(), Transport::new(kind, Phase::AfterSend), None);
+    None
 }
 
-/// Sends a stream's request and reads until its first event.
+/// Sends a stream's request and reads until its first event (on the stream's thread).
 fn opening(agent: &Agent, request: Request, reader: EventReader, max: u64) -> Opening {
     let resp = match send(agent, request, true) {
         Ok(r) => r,

@@ -19,9 +19,11 @@
 //! ```
 //!
 //! Each attempt gets the core's timeout as ureq's global timeout and the core's connect
-//! timeout as ureq's (both per request). For streams, the time to the first event is enforced up to the
-//! response head (ureq fixes its timeouts when a request starts); after it, the
-//! attempt timeout bounds the stream.
+//! timeout as ureq's (both per request). For streams, the first-event timeout bounds
+//! the wait for the first event, response head and body alike: ureq fixes its timeouts
+//! when a request starts, so a stream attempt is sent and read up to its first event
+//! on a short-lived thread of its own, which the calling thread stops waiting for at
+//! that deadline. After the first event, the attempt timeout bounds the stream.
 
 #![forbid(unsafe_code)]
 // `CallError` holds the last `ureq::Error` by value, and ureq's error alone is close to
