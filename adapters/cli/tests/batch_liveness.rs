@@ -136,10 +136,10 @@ fn a_five_second_outage_is_waited_out() {
 }
 
 /// Issue 12, case 1: a burst on the `standard` preset is paced by the server's
-/// rate-limit headers instead of failing. Passes once the core paces from those
-/// headers; enable it then.
+/// rate-limit headers instead of failing: 200 lines against 600 a minute with a burst
+/// of 20 all succeed, in one first wave of 200 and one paced request each for the 180
+/// the server refused (a perfect client with no configured rate sends 380).
 #[test]
-#[ignore = "case 1 of issue 12: waits for the core's pacing from rate-limit headers"]
 fn a_standard_burst_against_a_rate_limit_is_paced_not_failed() {
     let tmp = Tmp::new("burst");
     let s = MockProcess::start(&["--scenario", "ratelimit", "--rpm", "600", "--burst", "20"]);

@@ -101,7 +101,7 @@ impl fmt::Display for EndpointStatus {
 
 /// Every endpoint of `client` now; `names` are theirs, by index.
 pub fn read(client: &Client, names: &[String]) -> Vec<EndpointStatus> {
-    let now = steadfast_http::clock::now();
+    let now = client.now();
     client.shared().with_engine(|engine| {
         names
             .iter()
