@@ -323,15 +323,21 @@ fn a_bad_config_names_the_field() {
     );
 }
 
-#[test]
-fn a_holding_call_stops_holding_once_the_endpoint_has_failed_for_max_hold() {
+/// One endpoint whose breaker opens for 4 s after two failures, under calls that hold
+/// for it for at most 10 s.
+fn holding_engine() -> Engine {
     let mut p = exact();
     p.breaker.consecutive_failures = Some(2);
     p.breaker.open_for = Duration::from_secs(4);
     p.retry.hold = true;
     p.retry.max_attempts = 50;
     p.retry.max_hold = Duration::from_secs(10);
-    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap()
+}
+
+#[test]
+fn a_holding_call_stops_holding_once_the_endpoint_has_failed_for_max_hold() {
+    let engine = holding_engine();
     let mut d = Driver::new(engine, |_n: Timestamp, _t: Target| down());
     let finishes = d.run(&[at(0), at(12_000)]);
     for f in &finishes {
@@ -354,13 +360,7 @@ fn a_holding_call_stops_holding_once_the_endpoint_has_failed_for_max_hold() {
 
 #[test]
 fn a_short_outage_is_still_held_through() {
-    let mut p = exact();
-    p.breaker.consecutive_failures = Some(2);
-    p.breaker.open_for = Duration::from_secs(4);
-    p.retry.hold = true;
-    p.retry.max_attempts = 50;
-    p.retry.max_hold = Duration::from_secs(10);
-    let engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap();
+    let engine = holding_engine();
     let mut d = Driver::new(
         engine,
         |now: Timestamp, _t: Target| if now < at(4_000) { down() } else { ok() },
