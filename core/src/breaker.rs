@@ -23,8 +23,13 @@
 //!   `open_until`. At `now >= open_until` (the very instant included) the breaker is
 //!   half-open.
 //! - **Half-open**: at most `half_open_probes` probes ([`Permit::Probe`]) are in
-//!   flight at once. `close_after` probe successes close the breaker; any probe failure
-//!   reopens it with the grown open time.
+//!   flight at once (default 3). A probe is judged like any result: an endpoint-scope
+//!   failure (5xx, 529, timeout, reset) fails it, and a success is good unless the
+//!   slow-call model is on and it was slow; request-, key- and throttle-scope results
+//!   judge nothing and just free the slot. `close_after` good probes (default 2)
+//!   close the breaker; the first failed probe reopens it with the grown open time.
+//!   Each half-open period starts with every probe slot free: a probe sent in an
+//!   earlier period that reports late is not a probe of this one.
 //!
 //! # Inputs
 //!
@@ -32,7 +37,12 @@
 //! throttle-scope outcomes and cancellations are [`BreakerInput::Ignored`]: they count
 //! neither as a success nor as a failure (libraries differ here; we chose neither), but
 //! an ignored probe still frees its probe slot. Every [`Permit::Probe`] must be answered
-//! by exactly one [`Breaker::on_result`] with `was_probe = true`, or its slot stays taken.
+//! by exactly one [`Breaker::on_result`] with `was_probe = true` while its half-open
+//! period ([`Breaker::probe_period`]) lasts, or be given back with
+//! [`Breaker::release_probe`] (a probe that will never be answered: its call was
+//! dropped, or its answer is overdue); otherwise its slot stays taken until the
+//! breaker next reopens. A result of an earlier period is reported with
+//! `was_probe = false`.
 //!
 //! Results that arrive while the breaker is open, and non-probe results that arrive while
 //! it is half-open, belong to calls admitted before the trip: they are not recorded.
@@ -342,6 +352,8 @@ pub struct Breaker {
     consecutive: u64,
     probes_in_flight: u32,
     probe_successes: u32,
+    /// Counts half-open periods: a probe belongs to the period it was sent in.
+    probe_period: u32,
     next_open_ns: u64,
     closed_at: Timestamp,
     trips: u64,
@@ -395,6 +407,7 @@ impl Breaker {
             consecutive: 0,
             probes_in_flight: 0,
             probe_successes: 0,
+            probe_period: 0,
             next_open_ns: open_for_ns,
             closed_at: Timestamp::ZERO,
             trips: 0,
@@ -544,9 +557,23 @@ impl Breaker {
         self.events.dropped()
     }
 
-    /// Probes permitted and not yet reported.
+    /// Probes permitted in this half-open period and not yet reported.
     pub fn probes_in_flight(&self) -> u32 {
         self.probes_in_flight
+    }
+
+    /// The half-open period a [`Permit::Probe`] granted now belongs to; a probe's result
+    /// is reported with `was_probe = true` only while this number is unchanged.
+    pub fn probe_period(&self) -> u32 {
+        self.probe_period
+    }
+
+    /// Gives back the slot of a probe of `period` that will never be answered (its call
+    /// was dropped or its answer is overdue). A probe of an earlier period holds no slot.
+    pub fn release_probe(&mut self, period: u32) {
+        if period == self.probe_period && self.state == BreakerState::HalfOpen {
+            self.probes_in_flight = self.probes_in_flight.saturating_sub(1);
+        }
     }
 
     /// The calls in the sliding window as last updated (the window advances only when a
@@ -696,6 +723,10 @@ impl Breaker {
     }
 
     fn transition(&mut self, now: Timestamp, to: BreakerState) {
+        if to == BreakerState::HalfOpen {
+            self.probe_period = self.probe_period.wrapping_add(1);
+            self.probes_in_flight = 0;
+        }
         let event = BreakerEvent {
             at: now,
             from: self.state.kind(),

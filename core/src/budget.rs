@@ -12,9 +12,14 @@
 //!   so expiry only ever removes what nobody used.
 //! - **A floor** of `min_per_sec` retries per second is always allowed, so a quiet
 //!   endpoint (few successes to fund anything) can still retry. The floor is used only
-//!   when the deposits cannot pay a whole retry. It is a GCRA with no burst: floor
-//!   retries are at least `ceil(1 s / min_per_sec)` apart, so any half-open one-second
-//!   span `[t, t + 1 s)` holds at most `min_per_sec` of them.
+//!   when the deposits cannot pay a whole retry. It is a sliding window, not a spacing:
+//!   any half-open one-second span `[t, t + 1 s)` holds at most `min_per_sec` floor
+//!   retries, and they may come at once. So a lone call whose jittered backoffs put its
+//!   retries milliseconds apart still gets every attempt it was configured for, while an
+//!   outage's retries stay capped at `min_per_sec` a second. The window remembers the
+//!   last [`FLOOR_BURST`] floor retries; above that many per second, the span is cut to
+//!   `FLOOR_BURST / min_per_sec` seconds holding at most `FLOOR_BURST` each (a second
+//!   then holds at most `min_per_sec` rounded up to a multiple of `FLOOR_BURST`).
 //!
 //! Amounts are integers in millionths of a retry, so ratios are exact: `0.1` funds one
 //! retry per ten successes, `0.2` one per five. A ratio that is not a whole number of
@@ -33,6 +38,11 @@ use crate::time::{Timestamp, nanos_of};
 
 /// How many time slices the deposit window `ttl` is cut into.
 pub const SLICES: usize = 10;
+
+/// The most floor retries granted at one instant (the floor's window remembers this
+/// many grants).
+pub const FLOOR_BURST: usize = 32;
+const FLOOR_BURST_U64: u64 = FLOOR_BURST as u64;
 const SLICES_U64: u64 = SLICES as u64;
 
 /// One retry, in the budget's fixed-point unit (millionths of a retry).
@@ -56,9 +66,8 @@ pub struct BudgetConfig {
     /// Retries funded per success, in `[0, 1000]` (0.2: one retry per five successes).
     /// Resolution one millionth, rounded down.
     pub ratio: f64,
-    /// Retries per second allowed even when the deposits are spent (the floor), spaced
-    /// at least `ceil(1 s / min_per_sec)` apart; 0 disables the floor. The spacing is
-    /// whole nanoseconds, so values above 10^9 all act as 10^9.
+    /// Retries allowed in any one second even when the deposits are spent (the floor),
+    /// at once or spread out; 0 disables the floor.
     pub min_per_sec: u32,
     /// How long a deposit lasts. Above zero.
     #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
@@ -106,13 +115,10 @@ pub struct RetryBudget {
     per_success: u64,
     /// Width of one slice in nanoseconds; at least 1.
     slice_ns: u64,
-    /// Nanoseconds between two floor retries; 0 when there is no floor.
-    floor_interval: u64,
     /// Ring of deposit slices, slice `i` at position `i % SLICES`.
     slices: [Slice; SLICES],
-    /// The earliest instant of the next floor retry; `None` once the floor can grant
-    /// nothing more (no floor, or the clock reached its end).
-    floor_next: Option<Timestamp>,
+    /// The floor's sliding window.
+    floor: Floor,
     /// The latest `now` seen.
     latest: Timestamp,
     /// The slice `latest` falls in, and the first instant (ns) of the slice after it:
@@ -127,10 +133,6 @@ pub struct RetryBudget {
 impl RetryBudget {
     /// An empty budget with `config` (no deposits; the floor is available at once).
     pub fn new(config: BudgetConfig) -> RetryBudget {
-        let floor_interval = match u64::from(config.min_per_sec) {
-            0 => 0,
-            n => NANOS_PER_SEC.div_ceil(n),
-        };
         let slice_ns = nanos_of(config.ttl)
             .checked_div(SLICES_U64)
             .unwrap_or(0)
@@ -139,9 +141,8 @@ impl RetryBudget {
             config,
             per_success: units_of(config.ratio),
             slice_ns,
-            floor_interval,
             slices: [Slice::default(); SLICES],
-            floor_next: (floor_interval > 0).then_some(Timestamp::ZERO),
+            floor: Floor::new(config.min_per_sec),
             latest: Timestamp::ZERO,
             current: 0,
             current_end: slice_ns,
@@ -189,17 +190,7 @@ impl RetryBudget {
             self.take_oldest(current, UNIT);
             return true;
         }
-        let Some(next) = self.floor_next else {
-            return false;
-        };
-        if now < next {
-            return false;
-        }
-        self.floor_next = now
-            .as_nanos()
-            .checked_add(self.floor_interval)
-            .map(Timestamp::from_nanos);
-        true
+        self.floor.try_take(now)
     }
 
     /// Whether [`RetryBudget::try_withdraw`] would grant a retry at `now`, without
@@ -213,15 +204,15 @@ impl RetryBudget {
     }
 
     /// How many retries [`RetryBudget::try_withdraw`] would grant one after another at
-    /// `now`: the whole retries the live deposits pay for, plus one if the floor is
-    /// ready. `u64::MAX` when the budget is disabled.
+    /// `now`: the whole retries the live deposits pay for, plus those the floor's
+    /// window has room for. `u64::MAX` when the budget is disabled.
     pub fn balance(&self, now: Timestamp) -> u64 {
         if !self.config.enabled {
             return u64::MAX;
         }
         let now = now.max(self.latest);
         let whole = self.deposits_at(now) / UNIT;
-        whole.saturating_add(u64::from(self.floor_ready(now)))
+        whole.saturating_add(self.floor.available(now))
     }
 
     /// The earliest instant, from `now` on, at which a retry would be granted if
@@ -234,7 +225,7 @@ impl RetryBudget {
             return Some(now);
         }
         // Deposits only shrink with time, so the floor is the only way back.
-        self.floor_next
+        self.floor.next_at()
     }
 
     /// Clamps `now` to the latest instant seen and moves the current slice to it,
@@ -285,7 +276,7 @@ impl RetryBudget {
     }
 
     fn floor_ready(&self, now: Timestamp) -> bool {
-        self.floor_next.is_some_and(|next| now >= next)
+        self.floor.next_at().is_some_and(|next| now >= next)
     }
 
     /// Whether a slice still counts when the current slice is `current`.
@@ -323,6 +314,101 @@ impl RetryBudget {
             }
         }
     }
+}
+
+/// The floor's sliding window: the instants of the last `size` floor retries, where
+/// `size = min(min_per_sec, FLOOR_BURST)`; a retry is granted when the oldest of them is
+/// at least `span` old (`span` = 1 s, or `size / min_per_sec` s above the burst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Floor {
+    /// Grant instants in nanoseconds, a ring of `size` entries; `oldest` is the next
+    /// to be replaced.
+    grants: [u64; FLOOR_BURST],
+    size: u64,
+    /// How many of the `size` entries hold a grant (the rest are free).
+    used: u64,
+    oldest: u64,
+    span_ns: u64,
+    /// Set once a grant's window would end past the end of time: nothing more is
+    /// granted.
+    spent: bool,
+}
+
+impl Floor {
+    fn new(min_per_sec: u32) -> Floor {
+        let per_sec = u64::from(min_per_sec);
+        let size = per_sec.min(FLOOR_BURST_U64);
+        let span_ns = if per_sec > FLOOR_BURST_U64 {
+            (NANOS_PER_SEC.saturating_mul(size)).div_ceil(per_sec)
+        } else {
+            NANOS_PER_SEC
+        };
+        Floor {
+            grants: [0; FLOOR_BURST],
+            size,
+            used: 0,
+            oldest: 0,
+            span_ns,
+            spent: false,
+        }
+    }
+
+    /// The earliest instant the floor grants a retry; `None` when it never will (no
+    /// floor, or the end of time was reached).
+    fn next_at(&self) -> Option<Timestamp> {
+        if self.size == 0 || self.spent {
+            return None;
+        }
+        if self.used < self.size {
+            return Some(Timestamp::ZERO);
+        }
+        let oldest = self.grants.get(ring_index(self.oldest)).copied()?;
+        oldest.checked_add(self.span_ns).map(Timestamp::from_nanos)
+    }
+
+    /// How many retries the floor grants one after another at `now`.
+    fn available(&self, now: Timestamp) -> u64 {
+        if self.size == 0 || self.spent {
+            return 0;
+        }
+        let free = self.size.saturating_sub(self.used);
+        // While the ring is filling, the oldest grant sits `free` places after the
+        // next slot to write.
+        let first = self.oldest.wrapping_add(free);
+        let aged = (0..self.used)
+            .map(|i| first.wrapping_add(i).checked_rem(self.size).unwrap_or(0))
+            .filter_map(|i| self.grants.get(ring_index(i)))
+            .take_while(|g| {
+                g.checked_add(self.span_ns)
+                    .is_some_and(|end| now.as_nanos() >= end)
+            })
+            .count();
+        free.saturating_add(aged as u64)
+    }
+
+    fn try_take(&mut self, now: Timestamp) -> bool {
+        if self.next_at().is_none_or(|next| now < next) {
+            return false;
+        }
+        let ns = now.as_nanos();
+        self.spent = ns.checked_add(self.span_ns).is_none();
+        if let Some(slot) = self.grants.get_mut(ring_index(self.oldest)) {
+            *slot = ns;
+        }
+        self.oldest = self
+            .oldest
+            .wrapping_add(1)
+            .checked_rem(self.size)
+            .unwrap_or(0);
+        self.used = self.used.saturating_add(1).min(self.size);
+        true
+    }
+}
+
+/// A ring position below [`FLOOR_BURST`], as an index.
+fn ring_index(i: u64) -> usize {
+    // Below FLOOR_BURST, so the cast is exact.
+    i.min(FLOOR_BURST_U64.saturating_sub(1)) as usize
 }
 
 /// The ring position of slice `index`.

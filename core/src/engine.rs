@@ -10,18 +10,25 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+mod endpoint;
+mod gate;
+mod ledger;
+
+use endpoint::EndpointState;
+use ledger::Ledger;
+pub use ledger::RECLAIM_GRACE;
+
 use crate::backoff::Backoff;
-use crate::breaker::{Breaker, BreakerEvent, BreakerInput, Permit};
+use crate::breaker::{Breaker, BreakerEvent};
 use crate::budget::RetryBudget;
-use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
 use crate::error::ConfigError;
-use crate::health::{HealthReport, HealthWindow, Sample, SampleResult};
+use crate::health::{HealthReport, HealthWindow};
 use crate::idempotency::IdempotencyKey;
 use crate::ids::{EndpointId, Target};
-use crate::limiter::{self, Limiter, LimiterConfig};
+use crate::limiter::{Limiter, LimiterConfig, ServerLimits};
 use crate::policy::Policy;
-use crate::pool::{DisableReason, EndpointConfig, Pool, PoolConfig, PoolEvent, Selection};
-use crate::retry::{Admit, Call, Gate, GiveUpReason, Grant, Query, Report, RetryConfig, WaitCause};
+use crate::pool::{EndpointConfig, Pool, PoolConfig, PoolEvent};
+use crate::retry::{Call, Report, RetryConfig};
 use crate::ring::Ring;
 use crate::rng::{self, CoreRng, Seed};
 use crate::time::{Monotonic, Timestamp};
@@ -44,6 +51,11 @@ pub struct EndpointSpec {
     pub pool: EndpointConfig,
     /// This endpoint's rate limits, when they differ from the policy's.
     pub limiter: Option<LimiterConfig>,
+    /// A standby endpoint is never chosen for an ordinary call, only for calls
+    /// [restricted](crate::retry::Call::restricted_to) to it (a fallback endpoint
+    /// tried after a call gave up). It has its own breaker, budget, limiter and keys
+    /// like any other.
+    pub standby: bool,
 }
 
 impl EndpointSpec {
@@ -52,7 +64,15 @@ impl EndpointSpec {
         EndpointSpec {
             pool: EndpointConfig::new(priority, keys),
             limiter: None,
+            standby: false,
         }
+    }
+
+    /// The same endpoint on standby (see [`EndpointSpec::standby`]).
+    #[must_use]
+    pub fn on_standby(mut self) -> EndpointSpec {
+        self.standby = true;
+        self
     }
 
     /// The same endpoint with its own rate limits.
@@ -76,14 +96,15 @@ pub enum EngineEvent {
     },
     /// A key cooled down, was disabled, or was enabled again.
     Key(PoolEvent),
-}
-
-struct EndpointState {
-    breaker: Breaker,
-    budget: RetryBudget,
-    limiter: Limiter,
-    health: HealthWindow,
-    single_key: bool,
+    /// A grant was reclaimed: its attempt was overdue by [`RECLAIM_GRACE`] (its call was
+    /// dropped without being cancelled, or its driver stopped polling). What it held —
+    /// a call-in-flight slot, a probe — was given back.
+    Reclaimed {
+        /// When.
+        at: Timestamp,
+        /// The grant.
+        grant: crate::retry::Grant,
+    },
 }
 
 /// The shared machines of many concurrent calls. See the module documentation.
@@ -96,6 +117,12 @@ pub struct Engine {
     rng: CoreRng,
     clock: Monotonic,
     events: Ring<EngineEvent, EVENT_CAPACITY>,
+    /// Every grant issued and not yet ended.
+    ledger: Ledger,
+    /// Reports refused: grants of another engine, or already ended.
+    stale_reports: u64,
+    /// Sweeps that reclaimed overdue grants.
+    reclaims: u64,
 }
 
 impl core::fmt::Debug for Engine {
@@ -125,7 +152,10 @@ impl Engine {
                 budget: RetryBudget::new(policy.budget),
                 limiter: Limiter::new(limits),
                 health: HealthWindow::new(&policy.health),
-                single_key: spec.pool.keys == 1,
+                servers: alloc::vec![ServerLimits::default(); usize::from(spec.pool.keys)],
+                follow_server: limits.follow_server,
+                standby: spec.standby,
+                failing_since: None,
             });
         }
         Ok(Engine {
@@ -136,6 +166,9 @@ impl Engine {
             rng: rng::from_seed(seed),
             clock: Monotonic::default(),
             events: Ring::new(),
+            ledger: Ledger::new(engine_id(&seed)),
+            stale_reports: 0,
+            reclaims: 0,
         })
     }
 
@@ -191,9 +224,38 @@ impl Engine {
         self.state(endpoint).map(|s| &s.breaker)
     }
 
+    /// Since when an endpoint has been failing: its first endpoint-scope failure since
+    /// its last success (`None` while it is not failing, or for an unknown endpoint).
+    pub fn failing_since(&self, endpoint: EndpointId) -> Option<Timestamp> {
+        self.state(endpoint).and_then(|s| s.failing_since)
+    }
+
     /// An endpoint's limiter.
     pub fn limiter(&self, endpoint: EndpointId) -> Option<&Limiter> {
         self.state(endpoint).map(|s| &s.limiter)
+    }
+
+    /// What a key's server said about its rate limits (`None` for an unknown key, or
+    /// when the endpoint does not follow the server's headers).
+    pub fn server_limits(&self, target: Target) -> Option<&ServerLimits> {
+        self.state(target.endpoint)
+            .and_then(|s| s.server(target.key))
+    }
+
+    /// Grants issued and not yet ended (attempts in flight and reserved slots).
+    pub fn outstanding(&self) -> usize {
+        self.ledger.len()
+    }
+
+    /// Reports refused because their grant was not this engine's, or already ended.
+    pub fn stale_reports(&self) -> u64 {
+        self.stale_reports
+    }
+
+    /// How many sweeps reclaimed overdue grants (calls dropped without being
+    /// cancelled, or attempts never reported).
+    pub fn reclaims(&self) -> u64 {
+        self.reclaims
     }
 
     /// An endpoint's health over the policy's window, against the policy's SLA.
@@ -213,12 +275,34 @@ impl Engine {
         self.events.dropped()
     }
 
-    /// The earliest instant at which a breaker may half-open.
+    /// The earliest instant at which something happens without an input: a breaker
+    /// may half-open, or an overdue grant is reclaimed. Drivers need not act on it
+    /// (every decision catches up first); [`Engine::handle_timeout`] brings the state
+    /// (and its events) up to date.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         self.endpoints
             .iter()
             .filter_map(|s| s.breaker.poll_timeout())
+            .chain(
+                (self.ledger.next_reclaim() < Timestamp::MAX).then(|| self.ledger.next_reclaim()),
+            )
             .min()
+    }
+
+    /// Brings the shared machines up to `now`: open breakers whose time is up become
+    /// half-open, and overdue grants are reclaimed.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.clock.observe(now);
+        for s in &mut self.endpoints {
+            s.breaker.handle_timeout(now);
+        }
+        self.reclaim(now);
+        self.drain_events();
+    }
+
+    /// Grants of `endpoint` issued and not yet ended.
+    pub fn outstanding_on(&self, endpoint: EndpointId) -> usize {
+        self.ledger.count(|e| e.target.endpoint == endpoint)
     }
 
     fn state(&self, endpoint: EndpointId) -> Option<&EndpointState> {
@@ -267,8 +351,8 @@ impl Engine {
     /// When a throttled key may serve again: the call's own (jittered) retry instant,
     /// never before the server's hint — and the hint alone when the call will not wait
     /// for it.
-    fn cool_until(at: Timestamp, report: &Report) -> Timestamp {
-        let hinted = report.hints.wait_hint().map(|h| at.saturating_add(h));
+    fn cool_until(at: Timestamp, tokens: u64, report: &Report) -> Timestamp {
+        let hinted = report.hints.wait_hint(tokens).map(|h| at.saturating_add(h));
         match (hinted, report.retry_at.filter(|r| *r < Timestamp::MAX)) {
             (Some(h), Some(r)) => h.max(r),
             (Some(h), None) => h,
@@ -277,202 +361,22 @@ impl Engine {
     }
 }
 
-/// The earliest wait seen while walking the endpoints, and why.
-#[derive(Default)]
-struct Blocked {
-    wait: Option<(Timestamp, WaitCause)>,
-    budget_spent: bool,
-    too_large: bool,
-}
-
-impl Blocked {
-    fn note(&mut self, at: Timestamp, cause: WaitCause) {
-        if self.wait.is_none_or(|(t, _)| at < t) {
-            self.wait = Some((at, cause));
-        }
-    }
-
-    fn verdict(self, hold: bool) -> Admit {
-        match self.wait {
-            Some((until, WaitCause::Breaker)) if !hold => {
-                Admit::Refuse(GiveUpReason::BreakerOpen { until })
-            }
-            Some((at, cause)) => Admit::NotBefore(at, cause),
-            None if self.budget_spent => Admit::Refuse(GiveUpReason::BudgetExhausted),
-            None if self.too_large => Admit::Refuse(GiveUpReason::RateLimited {
-                until: Timestamp::MAX,
-            }),
-            None => Admit::Refuse(GiveUpReason::NoUsableKey),
-        }
-    }
-}
-
-impl Gate for Engine {
-    type Rng = CoreRng;
-
-    fn classifier(&self) -> &ClassifyConfig {
-        &self.policy.classify
-    }
-
-    fn rng(&mut self) -> &mut CoreRng {
-        &mut self.rng
-    }
-
-    fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
-        let now = self.clock.observe(now);
-        // A retry is charged to the budget of the endpoint that failed; a failover to
-        // another endpoint adds no load to the one in trouble, so it is not charged.
-        let charged = |endpoint: EndpointId| {
-            query.attempt > 1 && query.avoid.is_none_or(|a| a.target.endpoint == endpoint)
-        };
-        let mut blocked = Blocked::default();
-        let mut probe = false;
-        let states = &mut self.endpoints;
-        // Each endpoint is asked breaker → budget → limiter; the limiter's `acquire`
-        // is the first step that commits, so everything that could still refuse is
-        // asked before it, and a grant is committed in the same walk.
-        let selection = self.pool.select(now, |target| {
-            let endpoint = target.endpoint;
-            let Some(s) = states.get_mut(usize::from(endpoint.0)) else {
-                return false;
-            };
-            if let Some(a) = query.avoid.filter(|a| a.rules_out(now, target)) {
-                blocked.note(a.until, a.cause);
-                return false;
-            }
-            if let Permit::Deny { until } = s.breaker.peek(now) {
-                blocked.note(until, WaitCause::Breaker);
-                return false;
-            }
-            let charge = charged(endpoint);
-            if charge && !s.budget.can_withdraw(now) {
-                // A holding call waits for the budget's floor to grant its next retry.
-                match s.budget.available_at(now).filter(|_| query.hold) {
-                    Some(at) => blocked.note(at, WaitCause::Budget),
-                    None => blocked.budget_spent = true,
-                }
-                return false;
-            }
-            match s.limiter.acquire(now, query.tokens) {
-                limiter::Admit::Go => {}
-                limiter::Admit::NotBefore(at) => {
-                    blocked.note(at, WaitCause::RateLimit);
-                    return false;
-                }
-                limiter::Admit::Busy => {
-                    blocked.note(now.saturating_add(BUSY_RECHECK), WaitCause::Busy);
-                    return false;
-                }
-                limiter::Admit::TooLarge => {
-                    blocked.too_large = true;
-                    return false;
-                }
-            }
-            // The peek above allowed it, so these grant.
-            probe = matches!(s.breaker.permit(now), Permit::Probe);
-            if charge {
-                let _ = s.budget.try_withdraw(now);
-            }
-            true
-        });
-        let target = match selection {
-            Selection::Picked(target) => target,
-            Selection::CoolingUntil(at) => {
-                blocked.note(at, WaitCause::Hint(at.saturating_duration_since(now)));
-                return blocked.verdict(query.hold);
-            }
-            Selection::Unavailable => return blocked.verdict(query.hold),
-        };
-        self.drain_events_of(target.endpoint);
-        Admit::Go(Grant {
-            target,
-            probe,
-            tokens: query.tokens,
-        })
-    }
-
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
-        let now = self.clock.observe(now);
-        let target = report.grant.target;
-        let Some(s) = self.endpoints.get_mut(usize::from(target.endpoint.0)) else {
-            return;
-        };
-        s.limiter
-            .on_finish(now, report.grant.tokens, report.tokens_used);
-        let exhausted =
-            report.hints.requests.remaining == Some(0) || report.hints.tokens.remaining == Some(0);
-        // A window with nothing `remaining` changes nothing (the instant was already
-        // observed by `on_finish`), so a response without rate headers skips the call.
-        let has_windows =
-            report.hints.requests.remaining.is_some() || report.hints.tokens.remaining.is_some();
-        if has_windows && (s.single_key || !exhausted) {
-            s.limiter.on_hints(now, report.hints);
-        }
-        let (input, sample) = match report.verdict {
-            Verdict::Success => {
-                s.budget.on_success(now);
-                (
-                    BreakerInput::Success {
-                        latency: report.latency,
-                    },
-                    Some(SampleResult::Success),
-                )
-            }
-            Verdict::Failure(f) => (breaker_input(&f), sample_result(&f)),
-        };
-        s.breaker
-            .on_result(now, input, report.grant.probe, &mut self.rng);
-        if let Some(result) = sample {
-            s.health.on_sample(now, Sample::new(result, report.latency));
-        }
-        // Keys of one endpoint may belong to different accounts: a window the server
-        // says is spent throttles the key that was told, not the endpoint.
-        let throttled = matches!(report.verdict, Verdict::Failure(f) if f.scope == Scope::Throttle);
-        if throttled || (exhausted && !s.single_key) {
-            let _ = self
-                .pool
-                .on_throttled(now, target, Engine::cool_until(now, report));
-        }
-        if let Verdict::Failure(f) = report.verdict
-            && f.scope == Scope::Key
-        {
-            let _ = self
-                .pool
-                .on_key_rejected(now, target, disable_reason(f.class));
-        }
-        self.drain_events_of(target.endpoint);
-    }
-}
-
-/// Only endpoint-scope failures count toward a breaker; the rest are the request's,
-/// the key's or the rate limit's doing.
-fn breaker_input(f: &Failure) -> BreakerInput {
-    if f.scope == Scope::Endpoint {
-        BreakerInput::Failure
-    } else {
-        BreakerInput::Ignored
-    }
-}
-
-fn sample_result(f: &Failure) -> Option<SampleResult> {
-    Some(match (f.scope, f.class) {
-        (_, Class::Cancelled) => return None,
-        (Scope::Endpoint, Class::Timeout) => SampleResult::Timeout,
-        (Scope::Endpoint, _) => SampleResult::EndpointError,
-        (Scope::Throttle, _) => SampleResult::Throttled,
-        (Scope::Key, _) => SampleResult::KeyError,
-        (Scope::Request, _) => SampleResult::RequestError,
-    })
-}
-
-fn disable_reason(class: Class) -> DisableReason {
-    match class {
-        Class::Unauthorized => DisableReason::Unauthorized,
-        Class::Forbidden => DisableReason::Forbidden,
-        Class::QuotaExhausted | Class::PaymentRequired => DisableReason::QuotaExhausted,
-        _ => DisableReason::Other,
-    }
+/// A nonzero id for the engine, mixed from its seed (engines built from one seed share
+/// it). Grants from [`SingleEndpoint`](crate::retry::SingleEndpoint) carry id 0.
+fn engine_id(seed: &Seed) -> u64 {
+    let id = seed.chunks(8).fold(0x9e37_79b9_7f4a_7c15u64, |acc, chunk| {
+        let word = chunk
+            .iter()
+            .fold(0u64, |w, &b| w.rotate_left(8) ^ u64::from(b));
+        (acc ^ word)
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+            .rotate_left(31)
+    });
+    id | 1
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod liveness_tests;

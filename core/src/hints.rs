@@ -9,11 +9,23 @@
 //! - Numbers are ASCII digits with an optional `.fraction`, a digit on at least one side
 //!   of the point (`1.5`, `.5`, `5.`), as in [`crate::duration`].
 //! - Garbage, signs, exponents, `NaN`, `inf`, empty or blank values are ignored (`None`).
-//!   So is a number whose integer part does not fit a `u64`.
-//! - A valid but absurdly long wait is clamped to [`MAX_HINT`], not ignored, so the
-//!   retry sequence sees a long hint and can give up with a typed reason.
+//! - A valid but absurdly long wait — however many digits, and dates far ahead — is
+//!   clamped to [`MAX_HINT`], not ignored, so the retry sequence sees a long hint and
+//!   gives up with a typed reason (`HintTooLong`) instead of sleeping.
 //! - Fractional waits are rounded *up* to the nanosecond: never earlier than asked.
-//! - An instant in the past gives a zero wait.
+//! - An instant in the past gives a zero wait. A zero wait (`retry-after: 0`, a past
+//!   date) asks for nothing: [`Hints::wait_hint`] ignores it and the retry backs off as
+//!   it would without a hint, so a server answering `0` cannot make a client spin.
+//!
+//! # What the waits mean
+//!
+//! `retry-after-ms` / `retry-after` is the wait before the next attempt. The rate-limit
+//! headers describe a continuously refilled bucket (both providers replenish
+//! continuously, and their limits are per minute): `limit` units per
+//! [`SERVER_PERIOD`], `remaining` units left now, and `reset` the time until the bucket
+//! is *full* again — not until the next request is allowed. One unit comes back every
+//! [`RateWindow::unit_interval`], so a call needing `n` units more than `remaining`
+//! waits `n` intervals ([`RateWindow::time_for`]); a `reset` alone is never a wait.
 //! - When a header appears more than once, the first *valid* value wins.
 //!
 //! Dates: HTTP-dates in the three RFC 9110 forms (IMF-fixdate, RFC 850, asctime) and
@@ -28,6 +40,9 @@ use core::time::Duration;
 
 /// The longest wait a hint can carry (365 days); longer valid values are clamped to it.
 pub const MAX_HINT: Duration = Duration::from_secs(365 * 86_400);
+
+/// The period the providers' rate limits are stated in: requests and tokens per minute.
+pub const SERVER_PERIOD: Duration = Duration::from_secs(60);
 
 /// What the response headers tell about when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,6 +79,52 @@ impl RateWindow {
         remaining: None,
         reset: None,
     };
+
+    /// How long the bucket takes to give one unit back, when the window tells: `None`
+    /// without a `limit` (above zero).
+    ///
+    /// A bucket of `limit` per [`SERVER_PERIOD`] refills a unit every `period / limit`;
+    /// a bucket of `limit` that is full `reset` after holding `remaining` refills one
+    /// every `reset / (limit − remaining)`. The first is right when the provider
+    /// enforces its per-minute limit over a shorter span (a smaller burst), the second
+    /// when the limit's period is longer than a minute (a per-day limit); the slower of
+    /// the two is taken, which is either one exactly when both models agree.
+    pub fn unit_interval(&self) -> Option<Duration> {
+        let limit = self.limit.filter(|l| *l > 0)?;
+        let per_minute = div_ceil_duration(SERVER_PERIOD, limit);
+        let missing = limit.saturating_sub(self.remaining.unwrap_or(0));
+        let from_reset = match (self.reset, missing) {
+            (Some(reset), 1..) => div_ceil_duration(reset, missing),
+            _ => Duration::ZERO,
+        };
+        Some(per_minute.max(from_reset))
+    }
+
+    /// How long until `need` units are available, when the window tells: zero when
+    /// `remaining` covers them, `None` when the window has no `remaining` or no
+    /// [`unit_interval`](RateWindow::unit_interval). The fractional unit the server
+    /// may hold beyond `remaining` is not counted, so the wait is never short.
+    pub fn time_for(&self, need: u64) -> Option<Duration> {
+        let remaining = self.remaining?;
+        let missing = need.saturating_sub(remaining);
+        if missing == 0 {
+            return Some(Duration::ZERO);
+        }
+        let interval = self.unit_interval()?;
+        Some(mul_duration(interval, missing).min(MAX_HINT))
+    }
+}
+
+/// `d / n` rounded up to the nanosecond (`n ≥ 1`).
+fn div_ceil_duration(d: Duration, n: u64) -> Duration {
+    let nanos = d.as_nanos().div_ceil(u128::from(n.max(1)));
+    nanos_to_duration(nanos).unwrap_or(Duration::MAX)
+}
+
+/// `d × n`, saturating.
+fn mul_duration(d: Duration, n: u64) -> Duration {
+    let nanos = d.as_nanos().saturating_mul(u128::from(n));
+    nanos_to_duration(nanos).unwrap_or(Duration::MAX)
 }
 
 impl Hints {
@@ -100,16 +161,17 @@ impl Hints {
         raw.resolve(wall_now_unix)
     }
 
-    /// The wait a throttled attempt should honour: `retry_after` when given, else the
-    /// longest reset among windows whose `remaining` is zero.
-    pub fn wait_hint(&self) -> Option<Duration> {
-        self.retry_after.or_else(|| {
-            [self.requests, self.tokens]
-                .iter()
-                .filter(|w| w.remaining == Some(0))
-                .filter_map(|w| w.reset)
-                .max()
-        })
+    /// The wait before the next attempt of a call needing `tokens` tokens: the
+    /// server's `retry_after` when it asked for one (a zero wait asks for nothing), else
+    /// the time until the rate-limit windows have a request and `tokens` tokens for it
+    /// ([`RateWindow::time_for`]; the longer of the two), else `None` (back off).
+    pub fn wait_hint(&self, tokens: u64) -> Option<Duration> {
+        if let Some(wait) = self.retry_after.filter(|w| !w.is_zero()) {
+            return Some(wait);
+        }
+        let requests = self.requests.time_for(1);
+        let tokens = self.tokens.time_for(tokens);
+        requests.max(tokens).filter(|w| !w.is_zero())
     }
 }
 
@@ -340,16 +402,15 @@ fn until(at: (u64, u32), anchor: u64) -> Duration {
 }
 
 /// A whole decimal value (`120`, `1.5`) in units of `unit_nanos`, rounded up and
-/// clamped to [`MAX_HINT`]; `None` if the integer part does not fit a `u64`.
+/// clamped to [`MAX_HINT`], however many digits it has.
 fn decimal(value: &[u8], unit_nanos: u64) -> Option<Duration> {
     let (int, frac, rest) = split_number(value)?;
     if !rest.is_empty() {
         return None;
     }
-    digits_u64(int)?;
-    let nanos = scaled_nanos(int, frac, unit_nanos)?;
-    let max = MAX_HINT.as_nanos();
-    nanos_to_duration(nanos.min(max))
+    // Too large for the arithmetic is still a valid, absurdly long wait.
+    let nanos = scaled_nanos(int, frac, unit_nanos).unwrap_or(u128::MAX);
+    nanos_to_duration(nanos.min(MAX_HINT.as_nanos()))
 }
 
 /// ASCII digits as a `u64`; zero for no digits, `None` on anything else or overflow.

@@ -62,16 +62,20 @@
 //! # Server hints
 //!
 //! With [`LimiterConfig::follow_server`], [`Limiter::on_hints`] reads the rate-limit
-//! windows a response reported:
-//! - `remaining == 0` with a `reset`: nothing at all is admitted before `now + reset`
-//!   (this holds even for a dimension that has no local limit);
-//! - `remaining == n` otherwise (or `0` without a `reset`): a dimension with a local
-//!   limit is tightened so that at most `n` units are available right now; it keeps
-//!   refilling at its configured rate. A hint never loosens the local state, and a hint
-//!   that tightens it also stops refunds to calls already in flight.
+//! windows a response reported: `remaining == n` tightens a dimension with a local limit
+//! so that at most `n` units are available right now; it keeps refilling at its
+//! configured rate. A hint never loosens the local state, and a hint that tightens it
+//! also stops refunds to calls already in flight. A window's `reset` is the time until
+//! the server's bucket is *full*, so it never blocks anything here; what the windows
+//! teach about the server's own rate is kept per key by [`ServerLimits`].
 //!
-//! The window's `limit` and the response's `retry_after` are not used here (the retry
-//! sequence and the key pool handle waits after a throttled attempt).
+//! # Reserved slots
+//!
+//! A call that must wait may [`reserve`](Limiter::reserve) the instant it is first
+//! admitted at: it is charged for that instant at once, and every later call comes
+//! after it (admissions are handed out in order, so the any-window guarantee holds as
+//! for calls admitted at those instants). Calls paced this way wait in arrival order
+//! and never wake together to race for one slot.
 //!
 //! # Time
 //!
@@ -84,6 +88,12 @@ use crate::config::{nonzero, within};
 use crate::error::ConfigError;
 use crate::hints::{Hints, RateWindow};
 use crate::time::{Timestamp, nanos_of};
+
+mod gcra;
+mod server;
+
+use gcra::Gcra;
+pub use server::ServerLimits;
 
 /// Rate-limiter parameters for one endpoint or key.
 ///
@@ -158,6 +168,16 @@ pub enum Admit {
     TooLarge,
 }
 
+impl Admit {
+    /// The instant of a `NotBefore`.
+    pub fn not_before(self) -> Option<Timestamp> {
+        match self {
+            Admit::NotBefore(at) => Some(at),
+            _ => None,
+        }
+    }
+}
+
 /// The rate limiter of one endpoint or key. Sans-IO: it never blocks, never reads a
 /// clock and allocates nothing.
 ///
@@ -177,8 +197,8 @@ pub struct Limiter {
     /// token charges since the in-flight count was last zero, except the first one.
     /// `u128::MAX` when there is none.
     refund_room: u128,
-    /// Server block: nothing is admitted before this instant.
-    blocked_until: Timestamp,
+    /// The latest instant a call was admitted or reserved for: later calls come after.
+    last_slot: Timestamp,
     latest: Timestamp,
     follow_server: bool,
     /// The last `NotBefore` answered by `acquire`, with what it was computed from.
@@ -203,7 +223,7 @@ impl PartialEq for Limiter {
             && self.in_flight == other.in_flight
             && self.in_flight_tokens == other.in_flight_tokens
             && self.refund_room == other.refund_room
-            && self.blocked_until == other.blocked_until
+            && self.last_slot == other.last_slot
             && self.latest == other.latest
             && self.follow_server == other.follow_server
     }
@@ -232,7 +252,7 @@ impl Limiter {
             in_flight: 0,
             in_flight_tokens: 0,
             refund_room: u128::MAX,
-            blocked_until: Timestamp::ZERO,
+            last_slot: Timestamp::ZERO,
             latest: Timestamp::ZERO,
             last_denial: None,
             follow_server: config.follow_server,
@@ -248,7 +268,7 @@ impl Limiter {
         if let Some(at) = self.remembered_denial(now, tokens) {
             return Admit::NotBefore(at);
         }
-        if self.admits_now(now, tokens) {
+        if now >= self.last_slot && self.admits_now(now, tokens) {
             return Admit::Go;
         }
         self.denial(now, tokens)
@@ -257,20 +277,37 @@ impl Limiter {
     /// Asks to start a call estimated at `tokens`. On [`Admit::Go`] the call is charged
     /// one request and `tokens` tokens and counts as in flight until
     /// [`on_finish`](Limiter::on_finish); any other answer changes nothing.
-    #[inline]
     ///
     /// A denial repeated before the state changed (callers polling a limit they ran
     /// into) answers the instant computed for the first, without computing it again.
+    #[inline]
     pub fn acquire(&mut self, now: Timestamp, tokens: u64) -> Admit {
         let now = self.observe(now);
         if let Some(at) = self.remembered_denial(now, tokens) {
             return Admit::NotBefore(at);
         }
-        if self.admits_now(now, tokens) {
+        if now >= self.last_slot && self.admits_now(now, tokens) {
             self.charge(now, tokens);
             return Admit::Go;
         }
         self.refuse(now, tokens)
+    }
+
+    /// Reserves the slot of a call estimated at `tokens` that [`check`](Limiter::check)
+    /// answered `NotBefore(at)`: the call is charged for `at` (or the first instant after
+    /// the slots already reserved, if later) and counts as in flight from now; later
+    /// calls come after it. Returns the instant reserved. The caller should have seen
+    /// `NotBefore` (a `Busy` or `TooLarge` call is not reserved for: nothing changes and
+    /// `None` is returned).
+    pub fn reserve(&mut self, now: Timestamp, at: Timestamp, tokens: u64) -> Option<Timestamp> {
+        let now = self.observe(now);
+        let at = match self.denial(at.max(now), tokens) {
+            Admit::Go => at.max(now),
+            Admit::NotBefore(slot) => slot,
+            Admit::Busy | Admit::TooLarge => return None,
+        };
+        self.charge(at, tokens);
+        Some(at)
     }
 
     /// The remembered denial's instant, if it answers a call of `tokens` at `now`:
@@ -323,8 +360,7 @@ impl Limiter {
     }
 
     /// The rate-limit windows a response reported (ignored unless
-    /// [`LimiterConfig::follow_server`]): `remaining == 0` with a `reset` blocks every
-    /// call until `now + reset`; a smaller `remaining` tightens the local state.
+    /// [`LimiterConfig::follow_server`]): a smaller `remaining` tightens the local state.
     pub fn on_hints(&mut self, now: Timestamp, hints: &Hints) {
         let now = self.observe(now);
         self.last_denial = None;
@@ -340,12 +376,6 @@ impl Limiter {
         self.in_flight
     }
 
-    /// The instant a server hint blocks calls until, if it is later than the latest
-    /// instant the limiter has seen.
-    pub fn blocked_until(&self) -> Option<Timestamp> {
-        (self.blocked_until > self.latest).then_some(self.blocked_until)
-    }
-
     #[inline]
     fn observe(&mut self, now: Timestamp) -> Timestamp {
         self.latest = Ord::max(self.latest, now);
@@ -358,14 +388,14 @@ impl Limiter {
         self.requests.as_ref().is_none_or(|g| g.admits(now, 1))
             && self.tokens.as_ref().is_none_or(|g| g.admits(now, tokens))
             && self.in_flight < self.max_in_flight
-            && now >= self.blocked_until
     }
 
-    /// Why a call that `admits_now` refused waits: too large, too many in flight,
-    /// or not before the first instant every dimension and the server admit it.
+    /// Why a call that `admits_now` refused (or that must come after a reserved slot)
+    /// waits: too large, too many in flight, or not before the first instant, at or
+    /// after the last slot handed out, that every dimension admits it.
     #[inline(never)]
     fn denial(&self, now: Timestamp, tokens: u64) -> Admit {
-        let mut at = self.blocked_until;
+        let mut at = self.last_slot;
         if let Some(g) = &self.requests {
             if g.limit < 1 {
                 return Admit::TooLarge;
@@ -381,13 +411,16 @@ impl Limiter {
         if self.in_flight >= self.max_in_flight {
             return Admit::Busy;
         }
-        // `at > now` by construction; the guard only matters in saturated states.
-        Admit::NotBefore(at.max(now.saturating_add(Duration::from_nanos(1))))
+        if at <= now {
+            return Admit::Go;
+        }
+        Admit::NotBefore(at)
     }
 
     #[inline]
     fn charge(&mut self, now: Timestamp, tokens: u64) {
         self.last_denial = None;
+        self.last_slot = Ord::max(self.last_slot, now);
         if let Some(g) = self.requests.as_mut() {
             g.charge(now, 1);
         }
@@ -407,10 +440,6 @@ impl Limiter {
         let Some(remaining) = window.remaining else {
             return;
         };
-        if let (0, Some(reset)) = (remaining, window.reset) {
-            self.blocked_until = self.blocked_until.max(now.saturating_add(reset));
-            return;
-        }
         let gcra = if is_tokens {
             self.tokens.as_mut()
         } else {
@@ -423,150 +452,6 @@ impl Limiter {
             self.refund_room = 0;
         }
     }
-}
-
-/// Limits and the period above this are clamped to it (2^62: 4.6e18 units, 146 years),
-/// which bounds every scaled quantity on the hot path below 2^127, see [`TAT_CAP`].
-const RANGE_CAP: u64 = 1 << 62;
-
-/// `tat` never exceeds this. With the clamped ranges, `now·rate + horizon < 2^127` and
-/// a cost is `< 2^126`, so the sums on the hot path fit a `u128` without saturating. A
-/// `tat` at the cap is later than any scaled instant: the dimension admits nothing,
-/// exactly as an uncapped one would.
-const TAT_CAP: u128 = 1 << 127;
-
-/// One GCRA dimension in scaled time: instant `t` (ns) is `t·rate + shift`, one unit of
-/// cost is `unit` (the period in ns), so the emission interval `unit / rate` is exact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Gcra {
-    limit: u64,
-    /// `limit + 1 − burst`, at least 1.
-    rate: u64,
-    /// The period in nanoseconds.
-    unit: u64,
-    /// `burst × unit`.
-    tolerance: u128,
-    /// `shift + tolerance`, where `shift = limit × unit` puts the epoch a whole period
-    /// after the start of the scaled clock (a fresh limiter has been idle a period).
-    horizon: u128,
-    tat: u128,
-}
-
-impl Gcra {
-    fn new(limit: u64, burst: f64, period_ns: u64) -> Gcra {
-        let limit = limit.min(RANGE_CAP);
-        let unit = period_ns.clamp(1, RANGE_CAP);
-        // Float-to-int `as` saturates (NaN gives 0), so any burst maps into [1, limit].
-        let burst = ((limit as f64) * burst.clamp(0.0, 1.0)) as u64;
-        let burst = burst.max(1).min(limit);
-        let tolerance = wide(burst, unit);
-        Gcra {
-            limit,
-            rate: limit.saturating_sub(burst).saturating_add(1),
-            unit,
-            tolerance,
-            horizon: wide(limit, unit).saturating_add(tolerance),
-            tat: 0,
-        }
-    }
-
-    /// `now·rate + horizon`: the latest `tat + cost` admitted at `now`.
-    #[inline]
-    fn horizon_at(&self, now: Timestamp) -> u128 {
-        // < 2^64·(2^62 + 1) + 2^125 < 2^127: cannot wrap.
-        wide(now.as_nanos(), self.rate).wrapping_add(self.horizon)
-    }
-
-    /// `now` in scaled time.
-    #[inline]
-    fn scaled(&self, now: Timestamp) -> u128 {
-        self.horizon_at(now).wrapping_sub(self.tolerance)
-    }
-
-    #[inline]
-    fn cost(&self, units: u64) -> u128 {
-        wide(units, self.unit)
-    }
-
-    #[inline]
-    fn admits(&self, now: Timestamp, units: u64) -> bool {
-        // units ≤ limit ≤ 2^62 makes the cost < 2^124; tat ≤ 2^127: no wrap.
-        units <= self.limit && self.tat.wrapping_add(self.cost(units)) <= self.horizon_at(now)
-    }
-
-    /// The first instant at which a call of `units` (at most `limit`) is admitted:
-    /// at or before `now` when it is admitted now. It is admitted at `t` when
-    /// `tat + cost ≤ t·rate + horizon`, that is when `need = tat + cost − horizon` is at
-    /// most `t·rate`.
-    #[inline]
-    fn first_admitted(&self, now: Timestamp, units: u64) -> Timestamp {
-        // units ≤ limit ≤ 2^62 makes the cost < 2^124; tat ≤ 2^127: no wrap.
-        let need = self
-            .tat
-            .wrapping_add(self.cost(units))
-            .saturating_sub(self.horizon);
-        if need <= wide(now.as_nanos(), self.rate) {
-            return now;
-        }
-        self.instant_of(need)
-    }
-
-    /// `ceil(need / rate)` as an instant.
-    fn instant_of(&self, need: u128) -> Timestamp {
-        // Nearly always `need` fits 64 bits: one hardware division instead of the
-        // 128-bit routine.
-        if let Ok(need) = u64::try_from(need) {
-            return Timestamp::from_nanos(need.div_ceil(self.rate.max(1)));
-        }
-        let rate = u128::from(self.rate);
-        let (Some(whole), Some(rest)) = (need.checked_div(rate), need.checked_rem(rate)) else {
-            return Timestamp::MAX;
-        };
-        let ns = if rest == 0 {
-            whole
-        } else {
-            whole.saturating_add(1)
-        };
-        Timestamp::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-    }
-
-    /// Charges an admitted call of `units` at `now`; returns the lead the timeline had
-    /// over `now`.
-    #[inline]
-    fn charge(&mut self, now: Timestamp, units: u64) -> u128 {
-        let now = self.scaled(now);
-        let lead = self.tat.saturating_sub(now);
-        // Admitted: `tat + cost ≤ now + tolerance`, and `cost ≤ limit × unit`, so the
-        // new tat is at most `now + limit × unit < 2^127`.
-        self.tat = self.tat.max(now).wrapping_add(self.cost(units));
-        lead
-    }
-
-    /// Charges usage reported beyond the estimate, admitted or not; returns the lead.
-    fn charge_excess(&mut self, now: Timestamp, units: u64) -> u128 {
-        let now = self.scaled(now);
-        let lead = self.tat.saturating_sub(now);
-        self.tat = self
-            .tat
-            .max(now)
-            .saturating_add(self.cost(units))
-            .min(TAT_CAP);
-        lead
-    }
-
-    /// Leaves at most `remaining` units available at `now`; true if that tightened.
-    fn tighten(&mut self, now: Timestamp, remaining: u64) -> bool {
-        let floor = self.horizon_at(now).saturating_sub(self.cost(remaining));
-        let tightened = floor > self.tat;
-        self.tat = self.tat.max(floor);
-        tightened
-    }
-}
-
-/// `a × b` without overflow: both factors fit in 64 bits, so the product fits in 128.
-#[inline]
-fn wide(a: u64, b: u64) -> u128 {
-    u128::from(a).wrapping_mul(u128::from(b))
 }
 
 #[cfg(test)]

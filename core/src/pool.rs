@@ -436,11 +436,11 @@ impl Pool {
     /// Walks [`Pool::order`] and picks a key at the first endpoint that has a usable key
     /// and that `admit` accepts (the engine's breaker, limiter and budget say yes).
     ///
-    /// `admit` is asked only about endpoints with a usable key, at most once each, in
-    /// order, with the key the pick would take; a `true` answer commits the pick, so `admit` may reserve what it grants
-    /// (a half-open probe, a limiter slot). Because of that, an endpoint refused by
-    /// `admit` is never asked about its keys' cooldowns: [`Selection::CoolingUntil`]
-    /// is the earliest instant a cooling key of *any* endpoint comes back.
+    /// `admit` is asked about each usable key, endpoint by endpoint in order and key by
+    /// key round-robin from the endpoint's cursor, until it accepts one; a `true`
+    /// answer commits the pick, so `admit` may reserve what it grants (a half-open
+    /// probe, a limiter slot). [`Selection::CoolingUntil`] is the earliest instant a
+    /// cooling key of the endpoints walked comes back.
     pub fn select<F>(&mut self, now: Timestamp, mut admit: F) -> Selection
     where
         F: FnMut(Target) -> bool,
@@ -448,21 +448,30 @@ impl Pool {
         let now = self.clock.observe(now);
         let mut earliest: Option<Timestamp> = None;
         let mut chosen = None;
-        for endpoint in self.order() {
+        'endpoints: for endpoint in self.order() {
             let Some(e) = self.endpoint(endpoint) else {
                 continue;
             };
-            match scan(self.keys_of_slot(e), e.cursor, now) {
-                KeyPick::Key(key) => {
-                    if admit(Target { endpoint, key }) {
-                        chosen = Some((endpoint, key));
-                        break;
-                    }
+            let keys = self.keys_of_slot(e);
+            let n = keys.len();
+            // Round-robin from the cursor: every usable key is offered in turn (the
+            // first may be rate-limited where the next is not).
+            for step in 0..n {
+                let i = wrap(usize::from(e.cursor).saturating_add(step), n);
+                let Some(k) = keys.get(i).filter(|k| k.disabled.is_none()) else {
+                    continue;
+                };
+                if k.until > now {
+                    earliest = Some(earliest.map_or(k.until, |t| t.min(k.until)));
+                    continue;
                 }
-                KeyPick::CoolingUntil(t) => {
-                    earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                let Ok(key) = u16::try_from(i).map(KeyId) else {
+                    continue;
+                };
+                if admit(Target { endpoint, key }) {
+                    chosen = Some((endpoint, key));
+                    break 'endpoints;
                 }
-                KeyPick::NoUsableKey => {}
             }
         }
         if let Some((endpoint, key)) = chosen {

@@ -16,7 +16,7 @@ use crate::classify::{Failure, Scope, Verdict};
 use crate::error::UsageError;
 use crate::hints::Hints;
 use crate::idempotency::IdempotencyKey;
-use crate::ids::{AttemptId, Target};
+use crate::ids::{AttemptId, EndpointId, Target};
 use crate::outcome::{Outcome, Phase, Transport, TransportKind};
 use crate::ring::Ring;
 use crate::time::{Monotonic, Timestamp};
@@ -28,7 +28,10 @@ mod single;
 
 pub use config::RetryConfig;
 pub use events::CallEvent;
-pub use gate::{Admit, Avoid, Gate, Grant, Query, Report, WaitCause};
+#[cfg(feature = "testing")]
+pub use gate::Sealed;
+pub(crate) use gate::sealed::Sealed as GateSeal;
+pub use gate::{Admit, Avoid, Gate, Grant, Query, Report, Ticket, WaitCause};
 pub use single::SingleEndpoint;
 
 /// What the driver must do next.
@@ -40,6 +43,13 @@ pub enum Decision {
     Wait(Timestamp),
     /// The call is over.
     Done(Finish),
+}
+
+impl Decision {
+    /// Whether the call is over.
+    pub fn is_done(&self) -> bool {
+        matches!(self, Decision::Done(_))
+    }
 }
 
 /// One attempt the driver must send.
@@ -185,6 +195,12 @@ enum State {
         /// The instant of the last `Wait` handed out: nothing happens before it.
         wake: Option<Timestamp>,
     },
+    /// A rate-limit slot is reserved for `at`.
+    Reserved {
+        grant: Grant,
+        at: Timestamp,
+        avoid: Option<Avoid>,
+    },
     InFlight {
         id: AttemptId,
         grant: Grant,
@@ -201,13 +217,15 @@ enum State {
     Done(Finish),
 }
 
-/// The retry sequence of one logical call. Fixed size, no allocation.
-#[derive(Debug, Clone)]
+/// The retry sequence of one logical call. Fixed size, no allocation. Not `Clone`: it
+/// may hold a grant (a probe slot, a reserved rate-limit slot) that must be ended once.
+#[derive(Debug)]
 pub struct Call {
     config: RetryConfig,
     backoff: Backoff,
     key: IdempotencyKey,
     tokens: u64,
+    only: Option<EndpointId>,
     deadline: Timestamp,
     attempts: u32,
     last_failure: Option<Failure>,
@@ -249,6 +267,7 @@ impl Call {
             backoff,
             key,
             tokens: 0,
+            only: None,
             deadline,
             attempts: 0,
             last_failure: None,
@@ -268,6 +287,15 @@ impl Call {
     #[must_use]
     pub fn with_tokens(mut self, tokens: u64) -> Call {
         self.tokens = tokens;
+        self
+    }
+
+    /// The same call restricted to one endpoint: every attempt goes there, and only
+    /// there, even when the endpoint is on standby (see
+    /// [`EndpointSpec::standby`](crate::engine::EndpointSpec::standby)).
+    #[must_use]
+    pub fn restricted_to(mut self, endpoint: EndpointId) -> Call {
+        self.only = Some(endpoint);
         self
     }
 
@@ -325,6 +353,17 @@ impl Call {
                 State::InFlight { deadline, .. } if now < deadline => {
                     return Decision::Wait(deadline);
                 }
+                State::Reserved { at, .. } if now < at => return Decision::Wait(at),
+                // Polled too late for its slot: the slot is given back and the deadline
+                // decides.
+                State::Reserved { grant, avoid, .. } if now >= self.deadline => {
+                    gate.release(now, &grant);
+                    self.state = State::Ready { avoid, wake: None };
+                }
+                State::Reserved { grant, avoid, .. } => match gate.confirm(now, &grant) {
+                    Some(grant) => return Decision::Send(self.send(now, grant)),
+                    None => self.state = State::Ready { avoid, wake: None },
+                },
                 State::InFlight { grant, sent_at, .. } => {
                     // The driver did not report in time: the attempt timed out.
                     self.arrived = Outcome::Transport(Transport::new(
@@ -361,6 +400,7 @@ impl Call {
         match self.state {
             State::Done(_) => None,
             State::InFlight { deadline, .. } => Some(deadline),
+            State::Reserved { at, .. } => Some(at),
             State::Arrived { at, .. } => Some(at),
             State::Ready { wake, .. } => Some(wake.unwrap_or(self.clock.latest())),
         }
@@ -375,9 +415,13 @@ impl Call {
     /// cancelled (releasing what it held) and the call finishes with `Cancelled`.
     pub fn cancel<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Finish {
         let now = self.clock.observe(now);
-        if let State::InFlight { grant, sent_at, .. } = self.state {
-            self.arrived = Outcome::Cancelled;
-            self.settle(gate, grant, sent_at, now);
+        match self.state {
+            State::InFlight { grant, sent_at, .. } => {
+                self.arrived = Outcome::Cancelled;
+                self.settle(gate, grant, sent_at, now);
+            }
+            State::Reserved { grant, .. } => gate.release(now, &grant),
+            _ => {}
         }
         match self.state {
             State::Done(finish) => finish,
@@ -404,9 +448,24 @@ impl Call {
             avoid,
             tokens: self.tokens,
             hold: self.config.hold,
+            max_hold: self.config.max_hold,
+            only: self.only,
+            deadline: self.deadline,
+            span: self
+                .config
+                .first_event_timeout
+                .unwrap_or(self.config.attempt_timeout),
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
+            Admit::At(grant, at) if at > now => {
+                self.state = State::Reserved { grant, at, avoid };
+                Decision::Wait(at)
+            }
+            Admit::At(grant, _) => match gate.confirm(now, &grant) {
+                Some(grant) => Decision::Send(self.send(now, grant)),
+                None => Decision::Wait(now),
+            },
             // A key cooling down for longer than this call may wait is a hint too long.
             // The hint reported is what is left of the cool-down, which may come from
             // another key's answer than this call's last.
@@ -513,7 +572,7 @@ impl Call {
                 let avoid = match stop {
                     Some(_) => None,
                     None => {
-                        let wait_hint = hints_of(&self.arrived).wait_hint();
+                        let wait_hint = hints_of(&self.arrived).wait_hint(self.tokens);
                         Some(self.plan_retry(gate, at, grant.target, &failure, wait_hint))
                     }
                 };
@@ -577,8 +636,10 @@ impl Call {
     }
 
     /// What the failed target is ruled out for: a key failure rules its key out for
-    /// good (another key may serve at once); a throttle or endpoint failure waits
-    /// `max(backoff, hint + positive jitter)`, or for ever when the hint is too long.
+    /// good (another key may serve at once); a throttle or endpoint failure waits the
+    /// server's hint plus a small positive jitter when it gave one (however short:
+    /// the server knows best), the backoff when it did not, and for ever when the hint
+    /// is too long to honour.
     fn plan_retry<G: Gate + ?Sized>(
         &mut self,
         gate: &mut G,
@@ -596,8 +657,8 @@ impl Call {
         if failure.scope == Scope::Key {
             return avoid(Timestamp::MAX, WaitCause::Backoff);
         }
-        let backoff = self.backoff.next_delay(self.attempts, gate.rng());
         let Some(hint) = wait_hint else {
+            let backoff = self.backoff.next_delay(self.attempts, gate.rng());
             return avoid(at.saturating_add(backoff), WaitCause::Backoff);
         };
         let left = self.deadline.saturating_duration_since(at);
@@ -605,11 +666,7 @@ impl Call {
             return avoid(Timestamp::MAX, WaitCause::Hint(hint));
         }
         let jittered = hint.saturating_add(self.config.hint_jitter(hint, gate.rng()));
-        if backoff > jittered {
-            avoid(at.saturating_add(backoff), WaitCause::Backoff)
-        } else {
-            avoid(at.saturating_add(jittered), WaitCause::Hint(hint))
-        }
+        avoid(at.saturating_add(jittered), WaitCause::Hint(hint))
     }
 
     fn finish(&mut self, now: Timestamp, reason: GiveUpReason) -> Finish {

@@ -104,7 +104,7 @@ impl Harness {
             );
         }
         let granted = self.watch.admits.last().map(|r| r.answer);
-        if !matches!(granted, Some(steadfast_core::retry::Admit::Go(g)) if g.target == a.target) {
+        if !matches!(granted, Some(steadfast_core::retry::Admit::Go(g)) if g.target() == a.target) {
             return self.fail(
                 Invariant::UnknownTarget,
                 format!(
@@ -137,7 +137,7 @@ impl Harness {
                 let spread = slot.rules.hint_spread_max(hint);
                 (Some(low), Some((low + spread).min(slot.call.deadline())))
             }
-            (None, Some(Admit::NotBefore(at, _))) => {
+            (None, Some(Admit::NotBefore(at, _) | Admit::At(_, at))) => {
                 (Some(at.max(slot.latest)), Some(at.max(slot.latest)))
             }
             (None, _) => (slot.wake, slot.wake),
@@ -253,12 +253,14 @@ impl Harness {
                 );
             };
             let probes = breaker.probes_in_flight();
-            if probes != self.watch.probes[e] {
+            // Only the probes of the current half-open period hold slots.
+            let granted = self.watch.probes(e, breaker.probe_period());
+            let half_open = breaker.state() == steadfast_core::breaker::BreakerState::HalfOpen;
+            if half_open && probes != granted {
                 self.fail(
                     Invariant::ProbeAccounting,
                     format!(
-                        "endpoint {e}: breaker counts {probes} probes, {} granted and unreported",
-                        self.watch.probes[e]
+                        "endpoint {e}: breaker counts {probes} probes, {granted} granted and unreported"
                     ),
                 )?;
             }
@@ -268,13 +270,15 @@ impl Harness {
                     format!("endpoint {e}: {probes} probes"),
                 )?;
             }
+            // Reserved slots count as in flight from the moment they are reserved.
             let flying = limiter.in_flight();
-            if flying != self.watch.in_flight[e] {
+            let held = self.engine.outstanding_on(id) as u32;
+            let granted = self.watch.in_flight(e) + self.watch.reserved_on(e);
+            if flying != held || held != granted {
                 self.fail(
                     Invariant::InFlightAccounting,
                     format!(
-                        "endpoint {e}: limiter counts {flying}, {} granted and unreported",
-                        self.watch.in_flight[e]
+                        "endpoint {e}: limiter counts {flying}, the engine holds {held}, {granted} granted and unreported"
                     ),
                 )?;
             }

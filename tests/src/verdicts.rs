@@ -76,7 +76,10 @@ pub(crate) fn check(
         }),
         GiveUpReason::BreakerOpen { until } => admit.is_some_and(|a| match a.answer {
             Admit::Refuse(GiveUpReason::BreakerOpen { until: u }) => {
-                !hold
+                // A holding call stops holding for an endpoint failing for max_hold.
+                let max_hold = h.engine.policy().retry.max_hold;
+                let held_out = a.failing.iter().flatten().any(|since| *since + max_hold <= a.at);
+                (!hold || held_out)
                     && u == until
                     && a.peeks.iter().any(|p| {
                         matches!(p, steadfast_core::breaker::Permit::Deny { until: d } if *d == until)

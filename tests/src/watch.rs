@@ -7,11 +7,11 @@
 
 use steadfast_core::breaker::Permit;
 use steadfast_core::classify::{ClassifyConfig, Verdict};
-use steadfast_core::engine::Engine;
+use steadfast_core::engine::{Engine, EngineEvent};
 use steadfast_core::ids::{EndpointId, KeyId, Target};
 use steadfast_core::limiter;
 use steadfast_core::pool::KeyState;
-use steadfast_core::retry::{Admit, Gate, Query, Report, WaitCause};
+use steadfast_core::retry::{Admit, Gate, Grant, Query, Report, WaitCause};
 use steadfast_core::rng::CoreRng;
 use steadfast_core::time::Timestamp;
 
@@ -32,6 +32,11 @@ pub struct AdmitRecord {
     pub keys: Vec<Vec<KeyState>>,
     /// Each endpoint's limiter `check(at, tokens)` just before the decision.
     pub limits: Vec<limiter::Admit>,
+    /// Since when each endpoint has been failing, just before the decision.
+    pub failing: Vec<Option<Timestamp>>,
+    /// A reserved slot confirmed (`answer` is then `Go` with the confirmed grant): the
+    /// limits were charged when it was reserved, so they are not asked again.
+    pub confirmed: bool,
 }
 
 /// What the wrapper tracks between decisions.
@@ -39,26 +44,50 @@ pub struct AdmitRecord {
 pub struct Watch {
     /// The engine's clock: the latest instant any of its inputs carried.
     pub clock: Timestamp,
-    /// Granted probes not yet reported, per endpoint.
-    pub probes: Vec<u32>,
-    /// Granted attempts not yet reported, per endpoint.
-    pub in_flight: Vec<u32>,
+    /// Grants sent (granted at once, or reserved and confirmed) and not yet reported.
+    pub sent: Vec<Grant>,
+    /// Sent grants the engine reclaimed as overdue before they were reported.
+    pub reclaimed: Vec<Grant>,
     /// The admits of the current poll.
     pub admits: Vec<AdmitRecord>,
     /// The verdicts reported during the current poll.
     pub reports: Vec<Verdict>,
     /// Broken invariants seen inside the engine's calls.
     pub broken: Vec<(Invariant, String)>,
+    /// Reserved slots not yet confirmed or released, with the question they answered.
+    pub reserved: Vec<(Grant, Query)>,
 }
 
 impl Watch {
     /// A watch for `endpoints` endpoints.
     pub fn new(endpoints: usize) -> Watch {
-        Watch {
-            probes: vec![0; endpoints],
-            in_flight: vec![0; endpoints],
-            ..Watch::default()
-        }
+        let _ = endpoints;
+        Watch::default()
+    }
+
+    /// Sent grants of `endpoint` not yet reported (nor reclaimed).
+    pub fn in_flight(&self, endpoint: usize) -> u32 {
+        self.sent
+            .iter()
+            .filter(|g| usize::from(g.target().endpoint.0) == endpoint)
+            .count() as u32
+    }
+
+    /// Sent probes of `endpoint`'s half-open period `period` not yet reported.
+    pub fn probes(&self, endpoint: usize, period: u32) -> u32 {
+        self.sent
+            .iter()
+            .filter(|g| usize::from(g.target().endpoint.0) == endpoint)
+            .filter(|g| g.probe_period() == Some(period))
+            .count() as u32
+    }
+
+    /// Reserved slots of `endpoint` not yet confirmed or released.
+    pub fn reserved_on(&self, endpoint: usize) -> u32 {
+        self.reserved
+            .iter()
+            .filter(|(g, _)| usize::from(g.target().endpoint.0) == endpoint)
+            .count() as u32
     }
 
     /// Raises the tracked engine clock to `now` and returns it.
@@ -113,6 +142,12 @@ impl Watched<'_> {
         (peeks, keys)
     }
 
+    fn failing(&self) -> Vec<Option<Timestamp>> {
+        (0..self.engine.pool().endpoint_count())
+            .map(|e| self.engine.failing_since(EndpointId(e)))
+            .collect()
+    }
+
     fn broke(&mut self, invariant: Invariant, detail: String) {
         self.watch.broken.push((invariant, detail));
     }
@@ -126,11 +161,13 @@ impl Watched<'_> {
                 format!("a call that does not hold on breakers was told to wait until {until:?}"),
             );
         }
-        let Admit::Go(grant) = record.answer else {
-            return;
+        let grant = match record.answer {
+            Admit::Go(grant) => grant,
+            Admit::At(grant, slot) => return self.check_reservation(record, grant, slot),
+            _ => return,
         };
-        let e = usize::from(grant.target.endpoint.0);
-        let k = usize::from(grant.target.key.0);
+        let e = usize::from(grant.target().endpoint.0);
+        let k = usize::from(grant.target().key.0);
         let Some(&peek) = record.peeks.get(e) else {
             self.broke(Invariant::UnknownTarget, format!("{grant:?}"));
             return;
@@ -147,13 +184,13 @@ impl Watched<'_> {
             );
         }
         let limit = record.limits.get(e).copied();
-        if limit != Some(limiter::Admit::Go) {
+        if !record.confirmed && limit != Some(limiter::Admit::Go) {
             self.broke(
                 Invariant::LimiterBypassed,
                 format!("{grant:?} at {:?}: the limiter said {limit:?}", record.at),
             );
         }
-        if grant.probe != matches!(peek, Permit::Probe) {
+        if grant.is_probe() != matches!(peek, Permit::Probe) {
             self.broke(
                 Invariant::ProbeAccounting,
                 format!("{grant:?} granted while the breaker peeked {peek:?}"),
@@ -171,7 +208,8 @@ impl Watched<'_> {
             ),
         }
         if let Some(avoid) = record.query.avoid
-            && avoid.rules_out(record.at, grant.target)
+            && !record.confirmed
+            && avoid.rules_out(record.at, grant.target())
         {
             self.broke(
                 Invariant::AvoidIgnored,
@@ -181,24 +219,81 @@ impl Watched<'_> {
                 ),
             );
         }
+        self.watch.sent.push(grant);
         let probes = self.engine.policy().breaker.half_open_probes;
-        if let Some(p) = self.watch.probes.get_mut(e)
-            && grant.probe
-        {
-            *p = p.saturating_add(1);
-            if *p > probes {
-                let got = *p;
+        if let Some(period) = grant.probe_period() {
+            let got = self.watch.probes(e, period);
+            if got > probes {
                 self.broke(
                     Invariant::TooManyProbes,
                     format!("{got} probes in flight on endpoint {e}, at most {probes}"),
                 );
             }
         }
-        if let Some(n) = self.watch.in_flight.get_mut(e) {
-            *n = n.saturating_add(1);
+    }
+
+    /// Brings the engine up to `at` (overdue grants are reclaimed before anything is
+    /// decided) and forgets what it reclaimed.
+    fn catch_up(&mut self, at: Timestamp) {
+        self.engine.handle_timeout(at);
+        while let Some(event) = self.engine.poll_event() {
+            let EngineEvent::Reclaimed { grant, .. } = event else {
+                continue;
+            };
+            if let Some(i) = self.watch.sent.iter().position(|g| *g == grant) {
+                let g = self.watch.sent.swap_remove(i);
+                self.watch.reclaimed.push(g);
+            } else if let Some(i) = self.watch.reserved.iter().position(|(g, _)| *g == grant) {
+                self.watch.reserved.swap_remove(i);
+            } else {
+                self.broke(
+                    Invariant::InFlightAccounting,
+                    format!("the engine reclaimed {grant:?}, never granted"),
+                );
+            }
         }
     }
 }
+
+impl Watched<'_> {
+    /// A reserved slot: later than the decision, before the call's deadline, on an
+    /// endpoint and key the decision could use, holding no probe.
+    fn check_reservation(&mut self, record: &AdmitRecord, grant: Grant, slot: Timestamp) {
+        let target = grant.target();
+        let e = usize::from(target.endpoint.0);
+        let k = usize::from(target.key.0);
+        let peek = record.peeks.get(e).copied();
+        let key = record.keys.get(e).and_then(|keys| keys.get(k)).copied();
+        let fine = slot > record.at
+            && slot < record.query.deadline
+            && !grant.is_probe()
+            && peek.is_some_and(|p| p.is_granted())
+            && key == Some(KeyState::Usable)
+            && !record
+                .query
+                .avoid
+                .is_some_and(|a| a.rules_out(record.at, target));
+        if !fine {
+            self.broke(
+                Invariant::LimiterBypassed,
+                format!(
+                    "{grant:?} reserved for {slot:?} at {:?}: breaker {peek:?}, key {key:?}, {:?}",
+                    record.at, record.query
+                ),
+            );
+        }
+    }
+}
+
+impl Watched<'_> {
+    /// The question a reserved slot answered, forgetting the reservation.
+    fn take_reservation(&mut self, grant: &Grant) -> Option<Query> {
+        let i = self.watch.reserved.iter().position(|(g, _)| g == grant)?;
+        Some(self.watch.reserved.swap_remove(i).1)
+    }
+}
+
+impl steadfast_core::retry::Sealed for Watched<'_> {}
 
 impl Gate for Watched<'_> {
     type Rng = CoreRng;
@@ -213,7 +308,9 @@ impl Gate for Watched<'_> {
 
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
         let at = self.watch.observe(now);
+        self.catch_up(at);
         let (peeks, keys) = self.snapshot(at);
+        let failing = self.failing();
         let limits = self.limits(at, query.tokens);
         let answer = self.engine.admit(now, query);
         let record = AdmitRecord {
@@ -223,33 +320,66 @@ impl Gate for Watched<'_> {
             peeks,
             keys,
             limits,
+            failing,
+            confirmed: false,
         };
         self.check_grant(&record, now);
+        if let Admit::At(grant, _) = answer {
+            self.watch.reserved.push((grant, *query));
+        }
         self.watch.admits.push(record);
         answer
     }
 
-    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
+    fn confirm(&mut self, now: Timestamp, grant: &Grant) -> Option<Grant> {
+        let at = self.watch.observe(now);
+        self.catch_up(at);
+        let (peeks, keys) = self.snapshot(at);
+        let failing = self.failing();
+        let query = self.take_reservation(grant);
+        let confirmed = self.engine.confirm(now, grant)?;
+        let Some(query) = query else {
+            self.broke(
+                Invariant::UnknownTarget,
+                format!("{grant:?} confirmed but never reserved"),
+            );
+            return Some(confirmed);
+        };
+        let record = AdmitRecord {
+            at,
+            query,
+            answer: Admit::Go(confirmed),
+            peeks,
+            keys,
+            limits: Vec::new(),
+            failing,
+            confirmed: true,
+        };
+        self.check_grant(&record, now);
+        self.watch.admits.push(record);
+        Some(confirmed)
+    }
+
+    fn release(&mut self, now: Timestamp, grant: &Grant) {
         self.watch.observe(now);
-        let e = usize::from(report.grant.target.endpoint.0);
-        let outstanding = self.watch.in_flight.get(e).copied().unwrap_or(0);
-        if outstanding == 0 {
+        let _ = self.take_reservation(grant);
+        self.engine.release(now, grant);
+    }
+
+    fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
+        let at = self.watch.observe(now);
+        self.catch_up(at);
+        let grant = report.grant;
+        if let Some(i) = self.watch.sent.iter().position(|g| *g == grant) {
+            self.watch.sent.swap_remove(i);
+        } else if let Some(i) = self.watch.reclaimed.iter().position(|g| *g == grant) {
+            // Late: the engine reclaimed it and refuses the report.
+            self.watch.reclaimed.swap_remove(i);
+        } else {
             self.broke(
                 Invariant::InFlightAccounting,
                 format!("a report for an attempt never granted: {report:?}"),
             );
-        }
-        if let Some(n) = self.watch.in_flight.get_mut(e) {
-            *n = n.saturating_sub(1);
-        }
-        if report.grant.probe {
-            match self.watch.probes.get_mut(e) {
-                Some(p) if *p > 0 => *p = p.saturating_sub(1),
-                _ => self.broke(
-                    Invariant::ProbeAccounting,
-                    format!("a probe reported that was never granted: {report:?}"),
-                ),
-            }
         }
         self.engine.on_attempt_end(now, report);
         self.watch.reports.push(report.verdict);

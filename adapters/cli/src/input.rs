@@ -3,6 +3,11 @@
 //! [`parse_line`] is a pure function of the line's number and bytes, so a fuzz target
 //! can call it directly. Other top-level fields are ignored (a dead-letter file, whose
 //! lines carry an extra `"error"`, is valid input as it is).
+//!
+//! A dead letter of a bad line that had no id keeps that line as `"raw"` text
+//! (`{"id":null,"request":null,"error":{...},"line":3,"raw":"..."}`): a line with no
+//! `"id"` (or a `null` one) and a string `"raw"` is read as its `raw` text, so fixing
+//! the text fixes the line. `raw` is unwrapped once, never again inside itself.
 
 use core::fmt;
 
@@ -89,6 +94,11 @@ impl std::error::Error for LineError {}
 /// Parses one input line (without or with its `\n`; a `\r` before it and a UTF-8
 /// byte-order mark are ignored).
 pub fn parse_line(line_no: u64, bytes: &[u8]) -> Result<InputLine, LineError> {
+    parse(line_no, bytes, true)
+}
+
+/// [`parse_line`]; `unwrap_raw` says whether a dead letter's `raw` is read in its place.
+fn parse(line_no: u64, bytes: &[u8], unwrap_raw: bool) -> Result<InputLine, LineError> {
     let err = |id: Option<String>, kind| LineError {
         line: line_no,
         id,
@@ -105,12 +115,17 @@ pub fn parse_line(line_no: u64, bytes: &[u8]) -> Result<InputLine, LineError> {
         return Err(err(None, LineErrorKind::NotObject));
     };
     let id = match obj.remove("id") {
-        None => return Err(err(None, LineErrorKind::MissingId)),
         Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_ID_LEN => s,
-        Some(_) => return Err(err(None, LineErrorKind::BadId)),
+        id @ (None | Some(Value::Null)) if unwrap_raw && obj.contains_key("raw") => {
+            if let Some(Value::String(raw)) = obj.remove("raw") {
+                return parse(line_no, raw.as_bytes(), false);
+            }
+            return Err(err(None, id_error(id.as_ref())));
+        }
+        id => return Err(err(None, id_error(id.as_ref()))),
     };
     match obj.remove("request") {
-        None => Err(err(Some(id), LineErrorKind::MissingRequest)),
+        None | Some(Value::Null) => Err(err(Some(id), LineErrorKind::MissingRequest)),
         Some(Value::Object(request)) => Ok(InputLine {
             line: line_no,
             id,
@@ -118,6 +133,45 @@ pub fn parse_line(line_no: u64, bytes: &[u8]) -> Result<InputLine, LineError> {
         }),
         Some(_) => Err(err(Some(id), LineErrorKind::RequestNotObject)),
     }
+}
+
+/// Why an `"id"` that is not a usable string is bad: absent, or of the wrong kind.
+fn id_error(id: Option<&Value>) -> LineErrorKind {
+    match id {
+        None => LineErrorKind::MissingId,
+        Some(_) => LineErrorKind::BadId,
+    }
+}
+
+/// The text a bad line stands for, as its dead letter keeps it: a dead letter's own
+/// `"raw"` (so that resubmitting one never nests it), else the line itself without its
+/// line ending (bytes that are not UTF-8 replaced by U+FFFD).
+pub fn raw_text(bytes: &[u8]) -> String {
+    let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(line) {
+        if let Some(Value::String(raw)) = obj.remove("raw") {
+            return raw;
+        }
+    }
+    String::from_utf8_lossy(line).into_owned()
+}
+
+/// The `"request"` of a bad line as it is, from the line [`parse_line`] reads (a dead
+/// letter's `raw` for one without an id); `None` when that is not a JSON object.
+pub fn raw_request(bytes: &[u8]) -> Option<Value> {
+    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(bytes.trim_ascii()) else {
+        return None;
+    };
+    if matches!(obj.get("id"), None | Some(Value::Null)) {
+        if let Some(Value::String(raw)) = obj.get("raw") {
+            return match serde_json::from_str::<Value>(raw.trim()) {
+                Ok(Value::Object(mut inner)) => inner.remove("request"),
+                _ => None,
+            };
+        }
+    }
+    obj.remove("request")
 }
 
 /// serde_json's message without its "at line 1 column N" tail when the line is 1
@@ -175,5 +229,43 @@ mod tests {
             "4: missing \"id\""
         );
         assert!(parse_line(1, b"\xff\xfe").is_err());
+        let e = parse_line(6, b"{\"id\":\"n\",\"request\":null}").unwrap_err();
+        assert_eq!(e.kind, LineErrorKind::MissingRequest);
+        assert_eq!(kind("{\"id\":null,\"request\":{}}"), LineErrorKind::BadId);
+    }
+
+    #[test]
+    fn a_dead_letter_without_an_id_is_read_as_its_raw_line() {
+        let fixed = b"{\"id\":null,\"request\":null,\"error\":{},\"line\":3,\
+                      \"raw\":\"{\\\"id\\\":\\\"r\\\",\\\"request\\\":{}}\"}";
+        let l = parse_line(1, fixed).unwrap();
+        assert_eq!((l.line, l.id.as_str()), (1, "r"));
+        let broken = b"{\"error\":{},\"raw\":\"{\\\"id\\\": \\\"b\\\", \"}";
+        let e = parse_line(2, broken).unwrap_err();
+        assert!(matches!(e.kind, LineErrorKind::NotJson(_)), "{e}");
+        assert_eq!(raw_text(broken), "{\"id\": \"b\", ");
+        // Once only: a raw that is itself a dead letter is not unwrapped again.
+        let nested = b"{\"raw\":\"{\\\"raw\\\":\\\"{}\\\"}\"}";
+        assert_eq!(
+            parse_line(4, nested).unwrap_err().kind,
+            LineErrorKind::MissingId
+        );
+        // A line with an id keeps its own request; its raw is only a record.
+        let keyed = b"{\"id\":\"k\",\"request\":{},\"raw\":\"junk\"}";
+        assert_eq!(parse_line(5, keyed).unwrap().id, "k");
+        assert_eq!(raw_text(b"not json\r\n"), "not json");
+        assert_eq!(raw_text(keyed), "junk");
+        assert_eq!(raw_text(b"{\"id\":\"k\"}"), "{\"id\":\"k\"}");
+        assert_eq!(raw_request(keyed), Some(Value::Object(Map::new())));
+        assert_eq!(raw_request(fixed), Some(Value::Object(Map::new())));
+        assert_eq!(raw_request(broken), None);
+        assert_eq!(
+            raw_request(b"{\"request\":\"hi\"}"),
+            Some(Value::from("hi"))
+        );
+        assert_eq!(
+            parse_line(7, b"{\"id\":null,\"raw\":7}").unwrap_err().kind,
+            LineErrorKind::BadId
+        );
     }
 }

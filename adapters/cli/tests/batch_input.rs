@@ -5,6 +5,11 @@ mod support;
 
 use support::*;
 
+/// The flags naming the input, the output and the dead-letter file.
+fn files<'a>(input: &'a str, out: &'a str, dead: &'a str) -> [&'a str; 6] {
+    ["--input", input, "--output", out, "--dead-letter", dead]
+}
+
 #[test]
 fn bad_lines_are_named_and_good_lines_still_run() {
     let tmp = Tmp::new("badinput");
@@ -23,15 +28,9 @@ fn bad_lines_are_named_and_good_lines_still_run() {
     let input = tmp.write("input.jsonl", &text);
     let dead = tmp.p("dead.jsonl");
     let out = tmp.p("out.jsonl");
-    let args = [
-        "--input",
-        input.as_str(),
-        "--output",
-        &out,
-        "--dead-letter",
-        &dead,
-    ];
-    let run = batch_at(&s.base_url(), &args).ok();
+    let args = files(&input, &out, &dead);
+    // Good lines ran; the bad ones make the exit status say so.
+    let run = batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
     let e = &run.stderr;
     for needle in [
         "input.jsonl:2: not JSON",
@@ -43,18 +42,34 @@ fn bad_lines_are_named_and_good_lines_still_run() {
     ] {
         assert!(e.contains(needle), "no `{needle}` in:\n{e}");
     }
+    // One output line per non-blank input line: by id, or by number when the line
+    // has no id of its own (none readable, or line 1's).
     let r = results(&tmp.path("out.jsonl"));
-    assert_eq!(r.len(), 4, "{r:?}");
+    assert_eq!(r.len(), 8, "{r:?}");
     assert_eq!(r["g-1"]["ok"], true);
     assert_eq!(r["g-2"]["ok"], true);
-    for id in ["no-request", "str-request"] {
+    for (id, line) in [
+        ("no-request", 5),
+        ("str-request", 7),
+        ("line 2", 2),
+        ("line 3", 3),
+        ("line 4", 4),
+        ("line 8", 8),
+    ] {
         let l = &r[id];
         assert_eq!(l["ok"], false);
         assert_eq!(l["error"]["class"], "bad_input");
         assert_eq!(l["error"]["scope"], "request");
         assert!(l["error"]["status"].is_null());
         assert_eq!(l["attempts"], 0);
+        assert_eq!(l["line"], line, "{l}");
     }
+    assert!(r["line 4"]["id"].is_null());
+    assert!(
+        r["line 4"]["error"]["message"].as_str().unwrap().ends_with(
+            "input.jsonl:4: id \"g-1\" was used by an earlier line; this line is not run"
+        )
+    );
     assert!(
         r["no-request"]["error"]["message"]
             .as_str()
@@ -63,13 +78,21 @@ fn bad_lines_are_named_and_good_lines_still_run() {
     );
     // Dead letters keep what the line had, ready to fix and resubmit.
     let dl = tmp.read("dead.jsonl");
-    assert_eq!(dl.lines().count(), 2, "{dl}");
+    assert_eq!(dl.lines().count(), 6, "{dl}");
     assert!(dl.contains("{\"id\":\"str-request\",\"request\":\"hello\",\"error\":{"));
+    assert!(
+        dl.contains("\"line\":2,\"raw\":\"{\\\"id\\\": \\\"broken\\\", \\\"request\\\": {\"}"),
+        "the raw line is kept: {dl}"
+    );
     assert_eq!(summary_figure(e, "bad lines without an id"), 3);
     assert_eq!(summary_figure(e, "repeated ids (skipped)"), 1);
-    // A rerun adds nothing and loses nothing.
+    assert!(
+        e.contains("6 input lines are not requests"),
+        "the summary says why the exit status is 3:\n{e}"
+    );
+    // A rerun adds nothing and loses nothing (and still says the input has bad lines).
     let before = tmp.read("out.jsonl");
-    batch_at(&s.base_url(), &args).ok();
+    batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
     assert_eq!(tmp.read("out.jsonl"), before);
     assert_eq!(tmp.read("dead.jsonl"), dl);
     assert_eq!(s.stats().processed, 2);
@@ -302,4 +325,89 @@ fn output_to_stdout_with_a_journal_resumes_too() {
     let again = batch_at(&s.base_url(), &args).ok();
     assert!(again.stdout.is_empty());
     assert_eq!(s.stats().total_requests, 8);
+}
+
+#[test]
+fn fixed_dead_letters_of_bad_lines_run_and_unfixed_ones_stay_bad() {
+    let tmp = Tmp::new("fixbad");
+    let s = server("ok", 1, |_| {});
+    let text = "{\"id\":\"a\",\"request\":{\"messages\":[]}}\n\
+                {\"id\":\"b\",\"request\":{\"messages\":[]}\n\
+                {\"request\":{\"messages\":[]}}\n\
+                {\"id\":\"c\"}\n";
+    let input = tmp.write("in.jsonl", text);
+    let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
+    let args = files(&input, &out, &dead);
+    batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
+    let dl = tmp.read("dead.jsonl");
+    assert_eq!(dl.lines().count(), 3, "{dl}");
+    // The user fixes line 2 (its raw text) and line 3 (gives it an id); line 4 stays.
+    let fixed: String = dl
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            match v["line"].as_u64() {
+                Some(2) => {
+                    v["raw"] = "{\"id\":\"b\",\"request\":{\"messages\":[]}}".into();
+                }
+                Some(3) => {
+                    v["id"] = "d".into();
+                }
+                _ => {}
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let fixed = tmp.write("fixed.jsonl", &fixed);
+    let out2 = tmp.p("out2.jsonl");
+    let again = ["--input", fixed.as_str(), "--output", &out2];
+    batch_at(&s.base_url(), &again).exits(EXIT_BAD_INPUT);
+    let r = results(&tmp.path("out2.jsonl"));
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert_eq!(r["b"]["ok"], true);
+    assert_eq!(r["d"]["ok"], true);
+    assert_eq!(r["c"]["error"]["class"], "bad_input");
+    assert_eq!(s.stats().processed, 3);
+    // Once every line is fixed, the exit status is 0 again.
+    let last = tmp.write(
+        "last.jsonl",
+        "{\"id\":\"c\",\"request\":{\"messages\":[]}}\n",
+    );
+    let out3 = tmp.p("out3.jsonl");
+    batch_at(&s.base_url(), &["--input", &last, "--output", &out3]).ok();
+}
+
+#[test]
+fn a_dead_letter_file_added_on_a_rerun_gets_the_bad_lines_too() {
+    let tmp = Tmp::new("latedead");
+    let s = server("ok", 1, |_| {});
+    let input = tmp.write("in.jsonl", "not json\n{\"id\":\"k\",\"request\":7}\n");
+    let out = tmp.p("out.jsonl");
+    batch_at(&s.base_url(), &["--input", &input, "--output", &out]).exits(EXIT_BAD_INPUT);
+    let before = tmp.read("out.jsonl");
+    let dead = tmp.p("dead.jsonl");
+    let args = files(&input, &out, &dead);
+    let run = batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
+    assert_eq!(tmp.read("out.jsonl"), before, "nothing is written twice");
+    assert_eq!(summary_figure(&run.stderr, "done by an earlier run"), 2);
+    let dl: Vec<serde_json::Value> = tmp
+        .read("dead.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(dl.len(), 2, "{dl:?}");
+    assert!(dl[0]["id"].is_null());
+    assert_eq!(
+        (dl[0]["line"].as_u64(), dl[0]["raw"].as_str()),
+        (Some(1), Some("not json"))
+    );
+    assert_eq!(
+        (dl[1]["id"].as_str(), dl[1]["line"].as_u64()),
+        (Some("k"), Some(2))
+    );
+    assert_eq!(dl[1]["request"], 7);
+    // A third run finds both dead letters in place and adds none.
+    batch_at(&s.base_url(), &args).exits(EXIT_BAD_INPUT);
+    assert_eq!(tmp.read("dead.jsonl").lines().count(), 2);
+    assert_eq!(s.stats().total_requests, 0);
 }

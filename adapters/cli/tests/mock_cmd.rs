@@ -3,26 +3,10 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 
 use support::*;
-
-fn get_stats(base: &str) -> serde_json::Value {
-    let addr = base.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).expect("connect");
-    write!(
-        s,
-        "GET /__stats HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read");
-    let (head, body) = text.split_once("\r\n\r\n").expect("a response");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    serde_json::from_str(body).expect("stats JSON")
-}
 
 #[test]
 fn a_separate_mock_process_serves_a_batch_and_stops_on_sigterm() {

@@ -265,9 +265,11 @@ fn a_bad_policy_names_the_file_and_the_field() {
 
 #[test]
 fn a_preset_policy_file_runs() {
+    // The scenario's outage lasts 30 s, as long as the default max_hold: calls held
+    // from its start would stop holding just as it ends. A longer max_hold waits it out.
     let file = write(
         "batch.toml",
-        "preset = \"batch\"\n\n[retry]\nmax_attempts = 6\n",
+        "preset = \"batch\"\n\n[retry]\nmax_attempts = 6\nmax_hold = \"1m\"\n",
     );
     let out = stdout(&[
         "sim",

@@ -12,7 +12,9 @@ use crate::endpoint::EndpointDef;
 #[non_exhaustive]
 pub enum Fallback {
     /// Run the call again against another endpoint (another provider, a cheaper
-    /// model), with its own breaker, budget and keys, under the same policy.
+    /// model), with its own breaker, budget and keys, under the same policy. It is a
+    /// standby endpoint of the client's engine (numbered after the primary ones): no
+    /// ordinary call goes there, and the fallback call goes nowhere else.
     Endpoint(EndpointDef),
     /// The last result stored for the same business id (calls made with
     /// `chat_with`): stale, but an answer. Calls without a business id skip it.

@@ -14,24 +14,34 @@
 //!   [`Outcome`](steadfast_core::outcome::Outcome).
 //! - [`sse`]: an incremental server-sent-events parser and the reading of both
 //!   providers' event streams.
-//! - [`Fallback`], [`Reply`], [`Degraded`]: the fallback chain run when a call gives up.
+//! - [`Fallback`], [`Reply`], [`Degraded`]: the fallback chain run when a call gives up
+//!   (fallback endpoints are standby endpoints of the client's one engine).
 //! - [`Metrics`]: counters fed from the core's events (and `tracing` events with the
-//!   `tracing` feature).
+//!   `tracing` feature), recorded after the engine's lock is released.
+//! - [`clock`]: the instants a session takes ([`Now`]) and the faces' conversions
+//!   from their runtime's clock ([`clock::Epoch`]). Nothing here reads a clock for a
+//!   session: the face does, so a paused or virtual clock drives it.
 //! - [`Shared`] and [`Session`]: the driver loop's bookkeeping. An adapter keeps a
-//!   `Shared` per client and runs, per call:
+//!   `Shared` and an `Epoch` per client and runs, per call:
 //!
 //! ```text
-//! let mut s = Session::new(&shared, business_id, request, stream);
+//! // `clock_now()`: the face's runtime clock (tokio's, or std's).
+//! let mut s = Session::new(&shared, epoch.timestamp(clock_now()), business_id, request, stream);
 //! loop {
-//!     match s.poll() {
+//!     match s.poll(epoch.timestamp(clock_now())) {
 //!         Step::Send(out) => { /* send out.body to out.url with out.headers within
-//!                                 out.timeout(); report with s.on_response(..),
-//!                                 s.on_body_error(..) or s.on_transport(..) */ }
-//!         Step::Sleep(until) => { /* sleep until clock::instant(until) */ }
+//!                                 out.timeout(); report, at now = epoch.now(clock_now()),
+//!                                 with s.on_response(now, ..), s.on_body_error(now, ..)
+//!                                 or s.on_transport(now, ..) */ }
+//!         Step::Sleep(until) => { /* sleep until epoch.instant(until) */ }
 //!         Step::Done => return s.into_reply(),
 //!     }
 //! }
 //! ```
+//!
+//! A call that gives up runs its fallbacks inside the same session: a fallback
+//! endpoint's attempts come out of `poll` like the primary call's, and `into_reply`
+//! returns the degraded reply.
 //!
 //! The adapters hold no policy: every decision is the core's.
 
@@ -54,7 +64,7 @@ mod shared;
 pub mod sse;
 pub mod stream;
 
-pub use chain::FallbackChain;
+pub use clock::Now;
 pub use endpoint::{EndpointDef, specs};
 pub use error::{
     CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, SetupError, StreamError,
@@ -67,7 +77,7 @@ pub use provider::{
     UnknownProvider, X_API_KEY,
 };
 pub use session::{Outgoing, Session, Started, Step};
-pub use shared::{FallbackStep, Setup, Shared};
+pub use shared::{Setup, Shared};
 pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
 

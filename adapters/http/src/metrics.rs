@@ -11,7 +11,7 @@ use steadfast_core::retry::{CallEvent, GiveUpReason};
 
 use crate::fallback::FallbackKind;
 
-/// Live counters, shared by a client's calls (and its fallback endpoints).
+/// Live counters, shared by a client's calls (fallback calls included).
 #[derive(Debug, Default)]
 pub struct Metrics {
     attempts: AtomicU64,

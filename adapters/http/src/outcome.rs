@@ -13,6 +13,12 @@ use steadfast_core::outcome::{BodyState, Outcome, Phase, Response, Transport, Tr
 
 use crate::body::tokens_used;
 
+/// Whether a response with `status` carries the payload (2xx): its body is the answer
+/// or the stream; any other body is an error to read whole.
+pub fn is_payload(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
 /// The outcome of a response that arrived whole, and its body parsed as JSON when the
 /// status is 2xx and the body is JSON. A 2xx body that is not JSON is
 /// [`BodyState::Malformed`]; token usage is read from a JSON success body.
@@ -26,7 +32,7 @@ pub fn response(
         .iter()
         .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
     let mut r = Response::from_http(status, pairs, body, wall_now_unix);
-    if !(200..300).contains(&status) {
+    if !is_payload(status) {
         return (Outcome::Response(r), None);
     }
     match serde_json::from_slice::<Value>(body) {
@@ -153,7 +159,7 @@ mod tests {
         assert!(v.is_none());
         assert_eq!(r.status, 429);
         assert!(r.error.kind.is_some());
-        assert!(r.hints.wait_hint().is_some());
+        assert!(r.hints.wait_hint(0).is_some());
     }
 
     #[test]

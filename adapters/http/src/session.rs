@@ -1,7 +1,8 @@
 //! One logical call's bookkeeping, independent of the HTTP client: the adapter asks
 //! [`Session::poll`] what to do, does it (send, or sleep), and reports what happened.
-//! The session reads the clock, locks the engine only around the core's calls, drains
-//! the events into the counters and keeps what the result or the error needs.
+//! The session reads no clock: every input carries its instant. It locks the engine
+//! only around the core's calls, counts the events once the lock is released, keeps
+//! what the result or the error needs, and runs the fallbacks of a call that gave up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,16 +11,17 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
-use steadfast_core::ids::Target;
+use steadfast_core::ids::{EndpointId, Target};
 use steadfast_core::outcome::{Outcome, Transport};
 use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp};
 use steadfast_core::time::Timestamp;
 
 use crate::body;
-use crate::clock;
+use crate::chain::Chain;
+use crate::clock::Now;
 use crate::error::{CallError, Exceeded};
 use crate::fallback::Reply;
-use crate::outcome;
+use crate::outcome::{self, is_payload};
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
 use crate::shared::Shared;
 use crate::stream::EventReader;
@@ -31,7 +33,8 @@ use crate::stream::EventReader;
 pub enum Step<'c> {
     /// Send this request, then report its outcome.
     Send(Outgoing<'c>),
-    /// Sleep until this instant (see [`clock::instant`]), then poll again.
+    /// Sleep until this instant (see [`crate::clock::Epoch::instant`]), then poll
+    /// again.
     Sleep(Timestamp),
     /// The call is over: take the result with [`Session::into_reply`] or
     /// [`Session::into_stream`].
@@ -76,22 +79,31 @@ pub struct Started {
     pub attempts: u32,
 }
 
-/// One logical call. `E` is the HTTP client's error type, kept as the source of the
-/// error when the call gives up.
+/// What the session keeps of the last attempt, for the error of a call that gives up.
+struct Last<E> {
+    target: Option<Target>,
+    message: Option<String>,
+    source: Option<E>,
+    exceeded: Option<Exceeded>,
+}
+
+/// One logical call (and, when it gives up, its fallbacks). `E` is the HTTP client's
+/// error type, kept as the source of the error when the call gives up.
 pub struct Session<'c, E> {
     shared: &'c Shared,
     call: Call,
     request: &'c Value,
     stream: bool,
-    business_key: Option<IdempotencyKey>,
+    business_id: Option<&'c [u8]>,
     bodies: Vec<Option<Bytes>>,
     in_flight: Option<Attempt>,
-    last_target: Option<Target>,
-    last_message: Option<String>,
-    last_source: Option<E>,
-    last_exceeded: Option<Exceeded>,
+    /// The latest instant an input carried: a session dropped before it is done is
+    /// cancelled at that instant.
+    latest: Timestamp,
+    last: Last<E>,
     success: Option<Value>,
     finish: Option<Finish>,
+    chain: Chain<E>,
 }
 
 impl<E> std::fmt::Debug for Session<'_, E> {
@@ -105,82 +117,114 @@ impl<E> std::fmt::Debug for Session<'_, E> {
 }
 
 impl<'c, E> Session<'c, E> {
-    /// Starts a call of `request` (a stream when `stream`). Its idempotency key is
-    /// derived from `business_id` when given, else drawn from the engine's RNG.
+    /// Starts a call of `request` (a stream when `stream`) at `now`. Its idempotency
+    /// key is derived from `business_id` when given, else drawn from the engine's RNG.
     pub fn new(
         shared: &'c Shared,
-        business_id: Option<&[u8]>,
+        now: Timestamp,
+        business_id: Option<&'c [u8]>,
         request: &'c Value,
         stream: bool,
     ) -> Session<'c, E> {
-        let now = clock::now();
-        let mut call = shared.lock().start_call(now, business_id);
-        if shared.estimate_tokens {
-            let len = body::prepare(request, None, stream).len();
-            call = call.with_tokens(body::estimate_tokens(request, len));
-        }
-        Session {
+        let mut s = Session {
             shared,
-            business_key: business_id.map(|_| call.idempotency_key()),
-            call,
+            call: start_call(shared, now, business_id, request, stream, None),
             request,
             stream,
+            business_id,
             bodies: vec![None; shared.endpoints.len()],
             in_flight: None,
-            last_target: None,
-            last_message: None,
-            last_source: None,
-            last_exceeded: None,
+            latest: now,
+            last: Last {
+                target: None,
+                message: None,
+                source: None,
+                exceeded: None,
+            },
             success: None,
             finish: None,
-        }
+            chain: Chain::new(),
+        };
+        s.drain_call_events();
+        s
     }
 
-    /// The idempotency key every attempt carries.
+    /// The idempotency key every attempt of the running call carries.
     pub fn idempotency_key(&self) -> IdempotencyKey {
         self.call.idempotency_key()
     }
 
-    /// [`Session::poll`] for a blocking driver: sleeps this thread through every
-    /// [`Step::Sleep`]; the next attempt to send, or `None` when the call is done.
-    pub fn next_send_blocking(&mut self) -> Option<Outgoing<'c>> {
+    /// [`Session::poll`] until there is an attempt to send (returned) or the call is
+    /// done (`None`), starting at `now`; every [`Step::Sleep`] goes to `wait`, which
+    /// returns the instant it woke at (a blocking driver sleeps its thread, a test
+    /// jumps its virtual clock).
+    pub fn next_send(
+        &mut self,
+        mut now: Timestamp,
+        mut wait: impl FnMut(Timestamp) -> Timestamp,
+    ) -> Option<Outgoing<'c>> {
         loop {
-            match self.poll() {
+            match self.poll(now) {
                 Step::Send(out) => return Some(out),
-                Step::Sleep(until) => std::thread::sleep(crate::clock::until(until)),
+                Step::Sleep(until) => now = wait(until),
                 Step::Done => return None,
             }
         }
     }
 
-    /// What to do next.
-    pub fn poll(&mut self) -> Step<'c> {
-        if self.finish.is_some() {
-            return Step::Done;
-        }
-        let now = clock::now();
-        let decision = {
-            let mut engine = self.shared.lock();
-            let d = self.call.poll_decision(now, &mut *engine);
-            while let Some(ev) = engine.poll_event() {
-                self.shared.metrics.on_engine_event(&ev);
+    /// What to do next, at `now`.
+    pub fn poll(&mut self, now: Timestamp) -> Step<'c> {
+        self.latest = self.latest.max(now);
+        loop {
+            if self.finish.is_some() {
+                return Step::Done;
             }
-            d
+            let call = &mut self.call;
+            let decision = self.shared.with_engine(|e| call.poll_decision(now, e));
+            self.drain_call_events();
+            match decision {
+                Decision::Send(attempt) => return Step::Send(self.outgoing(attempt)),
+                Decision::Wait(until) => return Step::Sleep(until),
+                Decision::Done(finish) => self.on_finish(now, finish),
+            }
+        }
+    }
+
+    /// The running call finished: the session is done, unless it gave up and a
+    /// fallback endpoint's call starts in its place.
+    fn on_finish(&mut self, now: Timestamp, finish: Finish) {
+        let Finish::GaveUp(g) = finish else {
+            if let (Some(key), Some(body), false) =
+                (self.business_key(), &self.success, self.chain.started())
+            {
+                self.shared.store_result(now, key, body);
+            }
+            self.finish = Some(finish);
+            return;
         };
-        self.drain_call_events();
-        match decision {
-            Decision::Send(attempt) => Step::Send(self.outgoing(attempt)),
-            Decision::Wait(until) => Step::Sleep(until),
-            Decision::Done(finish) => {
-                self.finish = Some(finish);
-                if let (Finish::Success { .. }, Some(key), Some(body)) =
-                    (finish, self.business_key, &self.success)
-                {
-                    self.shared.store_result(key, body);
-                }
-                Step::Done
-            }
+        if self.stream {
+            self.finish = Some(finish);
+            return;
         }
+        let error = self.error(&g);
+        self.chain.gave_up(error);
+        match self.chain.next_call(self.shared, now, self.business_id) {
+            Some(endpoint) => self.start_fallback(now, endpoint),
+            None => self.finish = Some(finish),
+        }
+    }
+
+    /// Runs the call again as a new call restricted to a fallback endpoint.
+    fn start_fallback(&mut self, now: Timestamp, endpoint: EndpointId) {
+        let (shared, id, request) = (self.shared, self.business_id, self.request);
+        self.call = start_call(shared, now, id, request, self.stream, Some(endpoint));
+        self.in_flight = None;
+        self.success = None;
+        self.drain_call_events();
+    }
+
+    fn business_key(&self) -> Option<IdempotencyKey> {
+        self.business_id.map(|_| self.call.idempotency_key())
     }
 
     fn drain_call_events(&mut self) {
@@ -194,7 +238,7 @@ impl<'c, E> Session<'c, E> {
         let e = usize::from(attempt.target.endpoint.0);
         let k = usize::from(attempt.target.key.0);
         self.in_flight = Some(attempt);
-        self.last_target = Some(attempt.target);
+        self.last.target = Some(attempt.target);
         let (url, mut headers, model) = match shared.endpoints.get(e) {
             Some(slot) => (
                 slot.url.as_str(),
@@ -227,122 +271,142 @@ impl<'c, E> Session<'c, E> {
         self.shared.max_body
     }
 
-    /// Reports the in-flight attempt's outcome; false when there was none.
-    fn report(&mut self, outcome: Outcome) -> bool {
-        self.last_exceeded = None;
+    /// Reports the in-flight attempt's outcome at `now`; false when there was none.
+    fn report(&mut self, now: Timestamp, outcome: Outcome) -> bool {
+        self.latest = self.latest.max(now);
+        self.last.exceeded = None;
         let Some(attempt) = self.in_flight.take() else {
             return false;
         };
         // A late report (the call already timed the attempt out) is dropped: the
         // core has counted it as a timeout.
-        self.call
-            .on_outcome(clock::now(), attempt.id, outcome)
-            .is_ok()
+        self.call.on_outcome(now, attempt.id, outcome).is_ok()
     }
 
     /// Reports a response that arrived whole.
-    pub fn on_response(&mut self, status: u16, headers: &HeaderMap, body: &[u8]) {
-        let (outcome, json) = outcome::response(status, headers, body, clock::wall_unix());
-        self.last_source = None;
-        self.last_message = if json.is_some() {
+    pub fn on_response(&mut self, now: Now, status: u16, headers: &HeaderMap, body: &[u8]) {
+        let (outcome, json) = outcome::response(status, headers, body, now.wall_unix);
+        self.last.source = None;
+        self.last.message = if json.is_some() {
             None
         } else {
             body::error_message(body).map(|m| self.shared.redact(&m))
         };
         self.success = json;
-        self.report(outcome);
+        self.report(now.at, outcome);
     }
 
     /// Reports a response whose body could not be read whole: for a 2xx, the body's
     /// loss is the failure `t`; otherwise the status (and headers) still tell.
-    pub fn on_body_error(&mut self, status: u16, headers: &HeaderMap, t: Transport, source: E) {
-        if (200..300).contains(&status) {
-            self.on_transport(t, Some(source));
+    pub fn on_body_error(
+        &mut self,
+        now: Now,
+        status: u16,
+        headers: &HeaderMap,
+        t: Transport,
+        source: E,
+    ) {
+        if is_payload(status) {
+            self.on_transport(now, t, Some(source));
         } else {
-            self.on_response(status, headers, b"");
-            self.last_source = Some(source);
+            self.on_response(now, status, headers, b"");
+            self.last.source = Some(source);
         }
     }
 
     /// Reports a response whose body broke the body limit (announced, or reached while
     /// reading; for a stream, before its first event): for a 2xx, a malformed body;
     /// otherwise the status (and headers) still tell. The rest is not to be read.
-    pub fn on_body_too_large(&mut self, status: u16, headers: &HeaderMap) {
-        self.last_message = None;
-        self.last_source = None;
-        let wall = clock::wall_unix();
-        let o = if (200..300).contains(&status) {
-            outcome::oversized(status, headers, wall)
+    pub fn on_body_too_large(&mut self, now: Now, status: u16, headers: &HeaderMap) {
+        self.last.message = None;
+        self.last.source = None;
+        let o = if is_payload(status) {
+            outcome::oversized(status, headers, now.wall_unix)
         } else {
-            outcome::response(status, headers, b"", wall).0
+            outcome::response(status, headers, b"", now.wall_unix).0
         };
-        if self.report(o) {
-            self.last_exceeded = Some(Exceeded::BodyTooLarge);
+        if self.report(now.at, o) {
+            self.last.exceeded = Some(Exceeded::BodyTooLarge);
         }
     }
 
     /// Reports a response whose status line and headers were larger than the client
     /// accepts, with the client's error.
-    pub fn on_head_too_large(&mut self, source: Option<E>) {
-        self.last_message = None;
-        self.last_source = source;
-        if self.report(outcome::head_too_large()) {
-            self.last_exceeded = Some(Exceeded::HeadTooLarge);
+    pub fn on_head_too_large(&mut self, now: Now, source: Option<E>) {
+        self.last.message = None;
+        self.last.source = source;
+        if self.report(now.at, outcome::head_too_large()) {
+            self.last.exceeded = Some(Exceeded::HeadTooLarge);
         }
     }
 
     /// Reports a failure below HTTP, with the client's error when there is one.
-    pub fn on_transport(&mut self, t: Transport, source: Option<E>) {
-        self.last_message = None;
-        self.last_source = source;
-        self.report(outcome::transport(t));
+    pub fn on_transport(&mut self, now: Now, t: Transport, source: Option<E>) {
+        self.last.message = None;
+        self.last.source = source;
+        self.report(now.at, outcome::transport(t));
     }
 
     /// The reader for a stream's body when its status line says events follow (2xx);
     /// `None` when the body is an error to read whole and report with
     /// [`Session::on_response`].
     pub fn stream_reader(&self, status: u16) -> Option<EventReader> {
-        if !(200..300).contains(&status) {
-            return None;
-        }
+        is_payload(status).then(|| self.event_reader())
+    }
+
+    /// The reader for the in-flight attempt's events, whatever the status (a driver
+    /// that prepares it before the response arrives checks [`outcome::is_payload`] itself).
+    pub fn event_reader(&self) -> EventReader {
         let provider = self.in_flight.map_or(Provider::OpenAi, |a| {
             self.shared.provider(a.target.endpoint)
         });
         let reader = EventReader::new(provider).with_limit(self.shared.max_body);
-        Some(reader.with_metrics(Arc::clone(&self.shared.metrics)))
+        reader.with_metrics(Arc::clone(&self.shared.metrics))
     }
 
     /// Reports a 2xx stream whose first event arrived; `first_event_ok` is false when
     /// it was not what the API sends (the attempt then counts as a malformed body).
-    pub fn on_stream_started(&mut self, status: u16, headers: &HeaderMap, first_event_ok: bool) {
-        self.last_source = None;
-        self.last_message = None;
-        let o = outcome::stream_started(status, headers, first_event_ok, clock::wall_unix());
-        self.report(o);
+    pub fn on_stream_started(
+        &mut self,
+        now: Now,
+        status: u16,
+        headers: &HeaderMap,
+        first_event_ok: bool,
+    ) {
+        self.last.source = None;
+        self.last.message = None;
+        let o = outcome::stream_started(status, headers, first_event_ok, now.wall_unix);
+        self.report(now.at, o);
     }
 
     /// Reports a 2xx stream that ended cleanly before any event: a malformed body.
-    pub fn on_stream_empty(&mut self, status: u16, headers: &HeaderMap) {
-        self.on_stream_started(status, headers, false);
+    pub fn on_stream_empty(&mut self, now: Now, status: u16, headers: &HeaderMap) {
+        self.on_stream_started(now, status, headers, false);
     }
 
     fn error(&mut self, g: &GiveUp) -> CallError<E> {
-        let target = self.last_target.map(|t| self.shared.public_target(t));
-        CallError::new(g, target, self.last_message.take(), self.last_source.take())
-            .with_exceeded(self.last_exceeded.take())
+        CallError::new(
+            g,
+            self.last.target,
+            self.last.message.take(),
+            self.last.source.take(),
+        )
+        .with_exceeded(self.last.exceeded.take())
     }
 
-    /// The result of a finished non-stream call.
+    /// The result of a finished non-stream call: its reply, or a fallback's (marked
+    /// degraded), or the primary call's error when no fallback answered.
     pub fn into_reply(mut self) -> Result<Reply, CallError<E>> {
         let finish = self.finished();
+        let chain = std::mem::replace(&mut self.chain, Chain::new());
         match finish {
-            Finish::Success { attempts, target } => Ok(Reply {
-                body: self.success.take().unwrap_or(Value::Null),
-                attempts,
-                target: Some(self.shared.public_target(target)),
-                degraded: None,
-            }),
-            Finish::GaveUp(g) => Err(self.error(&g)),
+            Finish::Success { attempts, target } => {
+                let body = self.success.take().unwrap_or(Value::Null);
+                Ok(chain.succeeded(self.shared, body, attempts, target))
+            }
+            Finish::GaveUp(g) => chain
+                .ended(self.shared)
+                .unwrap_or_else(|| Err(self.error(&g))),
         }
     }
 
@@ -350,7 +414,7 @@ impl<'c, E> Session<'c, E> {
     pub fn into_stream(mut self) -> Result<Started, CallError<E>> {
         match self.finished() {
             Finish::Success { attempts, target } => Ok(Started {
-                target: self.shared.public_target(target),
+                target,
                 provider: self.shared.provider(target.endpoint),
                 attempts,
             }),
@@ -358,7 +422,8 @@ impl<'c, E> Session<'c, E> {
         }
     }
 
-    /// The finish, cancelling the call first if it is still running.
+    /// The finish, cancelling the call first (at the latest instant seen) if it is
+    /// still running.
     fn finished(&mut self) -> Finish {
         if let Some(f) = self.finish {
             return f;
@@ -369,18 +434,32 @@ impl<'c, E> Session<'c, E> {
     }
 
     fn cancel(&mut self) -> Finish {
-        let now = clock::now();
-        let f = {
-            let mut engine = self.shared.lock();
-            let f = self.call.cancel(now, &mut *engine);
-            while let Some(ev) = engine.poll_event() {
-                self.shared.metrics.on_engine_event(&ev);
-            }
-            f
-        };
+        let (call, now) = (&mut self.call, self.latest);
+        let f = self.shared.with_engine(|e| call.cancel(now, e));
         self.drain_call_events();
         f
     }
+}
+
+/// A call of `request` started at `now` on the shared engine, restricted to `only`
+/// when given.
+fn start_call(
+    shared: &Shared,
+    now: Timestamp,
+    business_id: Option<&[u8]>,
+    request: &Value,
+    stream: bool,
+    only: Option<EndpointId>,
+) -> Call {
+    let mut call = shared.with_engine(|e| e.start_call(now, business_id));
+    if let Some(endpoint) = only {
+        call = call.restricted_to(endpoint);
+    }
+    if shared.estimate_tokens {
+        let len = body::prepare(request, None, stream).len();
+        call = call.with_tokens(body::estimate_tokens(request, len));
+    }
+    call
 }
 
 impl<E> Drop for Session<'_, E> {

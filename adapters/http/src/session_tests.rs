@@ -1,25 +1,62 @@
-//! The session driven by hand, without a network: what it asks to send and what it
-//! makes of the answers.
+//! The session driven by hand, without a network and on a virtual clock: what it asks
+//! to send, when, and what it makes of the answers.
 
 use std::time::Duration;
 
 use http::HeaderMap;
 use serde_json::json;
+use steadfast_core::ids::Target;
 use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
+use steadfast_core::time::Timestamp;
 
 use super::*;
-use crate::{EndpointDef, Fallback, FallbackKind, FallbackStep, Provider, Setup};
+use crate::shared::FallbackStep;
+use crate::{EndpointDef, Fallback, FallbackKind, Now, Provider, Setup};
+
+#[cfg(feature = "tracing")]
+#[path = "../tests/support/recorder.rs"]
+mod recorder;
 
 #[derive(Debug)]
 struct FakeError;
 
+/// The wall clock of every report (no test reads a `Retry-After` date).
+const WALL: u64 = 1_800_000_000;
+const T0: Timestamp = Timestamp::from_secs(1000);
+
+/// A virtual clock: a sleep jumps to the instant it asks for.
+struct Clock(Timestamp);
+
+impl Clock {
+    fn new() -> Clock {
+        Clock(T0)
+    }
+
+    /// The next attempt to send, sleeping (in virtual time) as the session says.
+    fn next<'c>(&mut self, s: &mut Session<'c, FakeError>) -> Option<Outgoing<'c>> {
+        s.next_send(self.0, |until| {
+            self.0 = self.0.max(until);
+            self.0
+        })
+    }
+
+    fn now(&self) -> Now {
+        Now::new(self.0, WALL)
+    }
+}
+
 fn setup(fallbacks: Vec<Fallback>) -> Shared {
-    let mut policy = Policy::default();
+    setup_with(fallbacks, |_| {})
+}
+
+fn setup_with(fallbacks: Vec<Fallback>, f: impl FnOnce(&mut Policy)) -> Shared {
+    let mut policy = Policy::default().without_jitter();
     policy.backoff.base = Duration::from_millis(1);
     policy.backoff.cap = Duration::from_millis(2);
     policy.budget.enabled = false;
+    f(&mut policy);
     let s = Setup {
         policy,
         endpoints: vec![
@@ -35,10 +72,11 @@ fn setup(fallbacks: Vec<Fallback>) -> Shared {
 
 #[test]
 fn retries_carry_the_same_key_and_the_prepared_request() {
+    let mut clock = Clock::new();
     let shared = setup(Vec::new());
     let request = json!({"model": "caller", "messages": []});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    let first = s.next_send_blocking().expect("first attempt");
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    let first = clock.next(&mut s).expect("first attempt");
     assert_eq!(first.url, "http://127.0.0.1:9/v1/chat/completions");
     assert_eq!(first.headers["authorization"], "Bearer sk-one");
     assert!(first.headers["authorization"].is_sensitive());
@@ -47,19 +85,26 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
     let sent: serde_json::Value = serde_json::from_slice(&first.body).unwrap();
     assert_eq!(sent["model"], "m-forced");
     s.on_response(
+        clock.now(),
         503,
         &HeaderMap::new(),
         br#"{"error":{"message":"busy sk-one"}}"#,
     );
-    let second = s.next_send_blocking().expect("a retry");
+    let second = clock.next(&mut s).expect("a retry");
+    assert_eq!(
+        clock.0,
+        T0 + Duration::from_millis(1),
+        "after the backoff, exactly"
+    );
     assert_eq!(second.headers["idempotency-key"], key);
     assert_eq!(second.attempt.id.0, 2);
     s.on_response(
+        clock.now(),
         200,
         &HeaderMap::new(),
         br#"{"ok":true,"usage":{"total_tokens":3}}"#,
     );
-    assert!(s.next_send_blocking().is_none());
+    assert!(clock.next(&mut s).is_none());
     let reply = s.into_reply().expect("success");
     assert_eq!((reply.body["ok"].clone(), reply.attempts), (json!(true), 2));
     let m = shared.metrics();
@@ -68,21 +113,24 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
 
 #[test]
 fn a_give_up_keeps_the_last_error_without_the_key() {
+    let mut clock = Clock::new();
     let shared = setup(Vec::new());
     let request = json!({});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    s.next_send_blocking().expect("attempt");
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    clock.next(&mut s).expect("attempt");
     s.on_transport(
+        clock.now(),
         Transport::new(TransportKind::Reset, Phase::AfterSend),
         Some(FakeError),
     );
-    s.next_send_blocking().expect("retried");
+    clock.next(&mut s).expect("retried");
     s.on_response(
+        clock.now(),
         400,
         &HeaderMap::new(),
         br#"{"error":{"message":"bad sk-one"}}"#,
     );
-    assert!(s.next_send_blocking().is_none());
+    assert!(clock.next(&mut s).is_none());
     let e = s.into_reply().expect_err("not retryable");
     assert_eq!(
         (e.reason, e.status, e.attempts),
@@ -94,38 +142,41 @@ fn a_give_up_keeps_the_last_error_without_the_key() {
 
 #[test]
 fn a_2xx_body_that_is_not_json_is_retried() {
+    let mut clock = Clock::new();
     let shared = setup(Vec::new());
     let request = json!({});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    s.next_send_blocking().expect("attempt");
-    s.on_response(200, &HeaderMap::new(), b"{\"cut");
-    s.next_send_blocking().expect("retried");
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    clock.next(&mut s).expect("attempt");
+    s.on_response(clock.now(), 200, &HeaderMap::new(), b"{\"cut");
+    clock.next(&mut s).expect("retried");
     s.on_body_error(
+        clock.now(),
         200,
         &HeaderMap::new(),
         Transport::new(TransportKind::BodyCut, Phase::AfterSend),
         FakeError,
     );
-    s.next_send_blocking().expect("retried again");
-    s.on_response(200, &HeaderMap::new(), b"{}");
-    assert_eq!(s.next_send_blocking().map(|o| o.attempt.id), None);
+    clock.next(&mut s).expect("retried again");
+    s.on_response(clock.now(), 200, &HeaderMap::new(), b"{}");
+    assert_eq!(clock.next(&mut s).map(|o| o.attempt.id), None);
     assert_eq!(s.into_reply().expect("success").attempts, 3);
 }
 
 #[test]
 fn broken_limits_are_typed_and_only_for_the_last_attempt() {
     use crate::error::Exceeded;
+    let mut clock = Clock::new();
     let shared = setup(Vec::new());
     assert_eq!(shared.max_body(), 1000);
     let request = json!({});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, true);
     assert_eq!(s.max_body(), 1000);
-    s.next_send_blocking().expect("attempt");
-    s.on_head_too_large(Some(FakeError));
-    s.next_send_blocking().expect("retried");
-    s.on_body_too_large(503, &HeaderMap::new());
-    s.next_send_blocking().expect("retried");
-    s.on_response(400, &HeaderMap::new(), b"");
+    clock.next(&mut s).expect("attempt");
+    s.on_head_too_large(clock.now(), Some(FakeError));
+    clock.next(&mut s).expect("retried");
+    s.on_body_too_large(clock.now(), 503, &HeaderMap::new());
+    clock.next(&mut s).expect("retried");
+    s.on_response(clock.now(), 400, &HeaderMap::new(), b"");
     let e = s.into_reply().expect_err("not retryable");
     assert_eq!(
         (e.exceeded, e.attempts),
@@ -134,19 +185,19 @@ fn broken_limits_are_typed_and_only_for_the_last_attempt() {
     );
 
     // A success too large to read is not retried: the same request gets the same answer.
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
-    s.next_send_blocking().expect("attempt");
-    s.on_body_too_large(200, &HeaderMap::new());
-    assert_eq!(s.next_send_blocking().map(|o| o.attempt.id), None);
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, true);
+    clock.next(&mut s).expect("attempt");
+    s.on_body_too_large(clock.now(), 200, &HeaderMap::new());
+    assert_eq!(clock.next(&mut s).map(|o| o.attempt.id), None);
     let e = s.into_reply().expect_err("too large");
     assert_eq!((e.exceeded, e.attempts), (Some(Exceeded::BodyTooLarge), 1));
 
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, false);
-    s.next_send_blocking().expect("attempt");
-    s.on_head_too_large(Some(FakeError));
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    clock.next(&mut s).expect("attempt");
+    s.on_head_too_large(clock.now(), Some(FakeError));
     let mut last = None;
-    while s.next_send_blocking().is_some() {
-        s.on_body_too_large(200, &HeaderMap::new());
+    while clock.next(&mut s).is_some() {
+        s.on_body_too_large(clock.now(), 200, &HeaderMap::new());
         last = Some(Exceeded::BodyTooLarge);
     }
     let e = s.into_reply().expect_err("not retried");
@@ -161,10 +212,11 @@ fn broken_limits_are_typed_and_only_for_the_last_attempt() {
 
 #[test]
 fn a_dropped_session_is_cancelled() {
+    let mut clock = Clock::new();
     let shared = setup(Vec::new());
     let request = json!({});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, None, &request, true);
-    let out = s.next_send_blocking().expect("attempt");
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, true);
+    let out = clock.next(&mut s).expect("attempt");
     assert!(s.stream_reader(503).is_none());
     assert!(s.stream_reader(200).is_some());
     assert_eq!(out.first_event_timeout(), out.timeout());
@@ -174,23 +226,164 @@ fn a_dropped_session_is_cancelled() {
 
 #[test]
 fn stored_results_feed_the_stored_fallback() {
+    let mut clock = Clock::new();
     let shared = setup(vec![Fallback::Stored, Fallback::Template(json!("t"))]);
-    assert!(shared.fallback(0, Some(b"id-1")).is_none());
+    assert!(matches!(
+        shared.fallback(0, clock.0, Some(b"id-1")),
+        Some(None)
+    ));
     let request = json!({});
-    let mut s: Session<'_, FakeError> = Session::new(&shared, Some(b"id-1"), &request, false);
-    s.next_send_blocking().expect("attempt");
-    s.on_response(200, &HeaderMap::new(), br#"{"answer":1}"#);
-    assert!(s.next_send_blocking().is_none());
+    let mut s: Session<'_, FakeError> =
+        Session::new(&shared, clock.0, Some(b"id-1"), &request, false);
+    clock.next(&mut s).expect("attempt");
+    s.on_response(clock.now(), 200, &HeaderMap::new(), br#"{"answer":1}"#);
+    assert!(clock.next(&mut s).is_none());
     s.into_reply().expect("success");
-    match shared.fallback(0, Some(b"id-1")) {
-        Some(FallbackStep::Ready(v, FallbackKind::Stored)) => assert_eq!(v, json!({"answer": 1})),
+    match shared.fallback(0, clock.0, Some(b"id-1")) {
+        Some(Some(FallbackStep::Ready(v, FallbackKind::Stored))) => {
+            assert_eq!(v, json!({"answer": 1}))
+        }
         other => panic!("{other:?}"),
     }
-    assert!(shared.fallback(0, None).is_none());
-    assert!(shared.fallback(0, Some(b"id-2")).is_none());
+    assert!(matches!(shared.fallback(0, clock.0, None), Some(None)));
     assert!(matches!(
-        shared.fallback(1, None),
-        Some(FallbackStep::Ready(_, FallbackKind::Template))
+        shared.fallback(0, clock.0, Some(b"id-2")),
+        Some(None)
     ));
-    assert!(shared.fallback(2, None).is_none());
+    assert!(matches!(
+        shared.fallback(1, clock.0, None),
+        Some(Some(FallbackStep::Ready(_, FallbackKind::Template)))
+    ));
+    assert!(shared.fallback(2, clock.0, None).is_none());
+}
+
+#[test]
+fn a_long_retry_after_is_waited_in_virtual_time() {
+    let mut clock = Clock::new();
+    let shared = setup(Vec::new());
+    let request = json!({});
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    clock.next(&mut s).expect("attempt");
+    let mut headers = HeaderMap::new();
+    headers.insert("retry-after", http::HeaderValue::from_static("30"));
+    s.on_response(clock.now(), 429, &headers, b"");
+    clock.next(&mut s).expect("retried after the hint");
+    assert_eq!(clock.0, T0 + Duration::from_secs(30));
+    s.on_response(clock.now(), 200, &HeaderMap::new(), b"{}");
+    assert!(clock.next(&mut s).is_none());
+    assert_eq!(s.into_reply().expect("success").attempts, 2);
+}
+
+#[test]
+fn a_fallback_endpoint_is_a_standby_endpoint_of_the_same_engine() {
+    let mut clock = Clock::new();
+    let fallback =
+        EndpointDef::new("http://127.0.0.1:9", Provider::Anthropic, "sk-two").model("m-small");
+    let shared = setup(vec![Fallback::Endpoint(fallback)]);
+    let request = json!({"messages": []});
+    let id = Some(b"order-1".as_slice());
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, id, &request, false);
+    let key = s.idempotency_key();
+    // The primary call never fails over to the standby endpoint.
+    let mut primary = 0;
+    while let Some(out) = clock.next(&mut s) {
+        if out.attempt.target.endpoint.0 == 1 {
+            assert_eq!(out.url, "http://127.0.0.1:9/v1/messages");
+            assert_eq!(out.attempt.idempotency_key, key, "the same business id");
+            let sent: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+            assert_eq!(sent["model"], "m-small");
+            s.on_response(clock.now(), 200, &HeaderMap::new(), br#"{"ok":1}"#);
+            continue;
+        }
+        primary += 1;
+        assert_eq!(out.attempt.target, Target::new(0, 0));
+        s.on_response(clock.now(), 503, &HeaderMap::new(), b"");
+    }
+    let reply = s.into_reply().expect("the fallback endpoint answers");
+    assert_eq!(primary, shared.policy().retry.max_attempts);
+    assert_eq!(reply.target, Some(Target::new(1, 0)));
+    assert_eq!(reply.attempts, primary + 1);
+    let d = reply.degraded.expect("degraded");
+    assert_eq!(
+        (d.via, d.reason),
+        (FallbackKind::Endpoint, GiveUpReason::RetriesExhausted)
+    );
+    let m = shared.metrics();
+    assert_eq!((m.fallbacks.endpoint, m.successes), (1, 1));
+    assert_eq!(m.give_ups.retries_exhausted, 1);
+}
+
+#[test]
+fn no_fallback_answering_returns_the_primary_error() {
+    let mut clock = Clock::new();
+    let fallback = EndpointDef::new("http://127.0.0.1:9", Provider::OpenAi, "sk-two");
+    let shared = setup(vec![Fallback::Endpoint(fallback), Fallback::Stored]);
+    let request = json!({});
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+    let mut attempts = 0;
+    while let Some(out) = clock.next(&mut s) {
+        attempts += 1;
+        let status = if out.attempt.target.endpoint.0 == 0 {
+            400
+        } else {
+            503
+        };
+        s.on_response(clock.now(), status, &HeaderMap::new(), b"");
+    }
+    let e = s.into_reply().expect_err("nothing answered");
+    assert_eq!(
+        (e.reason, e.status, e.attempts),
+        (GiveUpReason::NotRetryable, Some(400), 1)
+    );
+    assert_eq!(e.target, Some(Target::new(0, 0)));
+    assert_eq!(attempts, 1 + shared.policy().retry.max_attempts);
+    assert_eq!(shared.metrics().fallbacks.total(), 0);
+}
+
+/// With `tracing`: every event is emitted with the engine unlocked.
+#[cfg(feature = "tracing")]
+mod events_after_the_lock {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::Level;
+
+    use super::recorder::Recorder;
+    use super::*;
+
+    // The only test of this binary that sets a subscriber. It is the global one (a
+    // scoped subscriber may miss events whose callsites other tests' threads
+    // registered first) and keeps only this test's thread's events.
+    #[test]
+    fn no_event_is_emitted_under_the_engine_lock() {
+        let shared = Arc::new(setup_with(Vec::new(), |p| {
+            p.breaker.consecutive_failures = Some(2);
+            p.breaker.failure_rate = None;
+        }));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (engine, notes) = (Arc::clone(&shared), Arc::clone(&seen));
+        let here = std::thread::current().id();
+        let recorder = Recorder(move |level: Level, _| {
+            if std::thread::current().id() == here {
+                let locked = engine.engine_locked();
+                notes.lock().unwrap().push((level, locked));
+            }
+        });
+        tracing::subscriber::set_global_default(recorder).expect("the only subscriber");
+        let mut clock = Clock::new();
+        let request = json!({});
+        let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+        while clock.next(&mut s).is_some() {
+            s.on_response(clock.now(), 503, &HeaderMap::new(), b"");
+        }
+        let e = s.into_reply().expect_err("the breaker opened");
+        assert!(
+            matches!(e.reason, GiveUpReason::BreakerOpen { .. }),
+            "{e:?}"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(shared.metrics().breaker_opened, 1);
+        let warnings = seen.iter().filter(|(l, _)| *l == Level::WARN).count();
+        assert!(warnings >= 2, "breaker transition and give-up: {seen:?}");
+        assert!(seen.iter().all(|&(_, locked)| !locked), "{seen:?}");
+    }
 }

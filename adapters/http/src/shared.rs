@@ -5,14 +5,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::HeaderMap;
 use serde_json::Value;
-use steadfast_core::engine::Engine;
+use steadfast_core::engine::{Engine, EngineEvent};
 use steadfast_core::idempotency::{Begin, IdempotencyKey, IdempotencyStore, MemoryStore};
 use steadfast_core::ids::{EndpointId, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
+use steadfast_core::time::Timestamp;
 
-use crate::clock;
 use crate::endpoint::{self, EndpointDef};
 use crate::error::{DEFAULT_MAX_BODY, SetupError};
 use crate::fallback::{Degraded, Fallback, FallbackKind, Reply};
@@ -71,13 +71,21 @@ pub(crate) struct EndpointSlot {
 }
 
 pub(crate) enum FallbackSlot {
-    Endpoint(Box<Shared>),
+    /// A standby endpoint of the engine.
+    Endpoint(EndpointId),
     Stored,
     Template(Value),
 }
 
+/// Engine events taken per lock: drained under it, recorded after it is released.
+const EVENT_BATCH: usize = 16;
+
 /// What a client shares among its calls. Adapters hold one (in an `Arc`) and start a
 /// [`crate::Session`] per call.
+///
+/// Fallback endpoints are endpoints of the same engine, on standby after the primary
+/// ones (so they are numbered after them): no ordinary call uses them, and a fallback
+/// call is [restricted](steadfast_core::retry::Call::restricted_to) to one of them.
 pub struct Shared {
     engine: Mutex<Engine>,
     pub(crate) endpoints: Vec<EndpointSlot>,
@@ -85,9 +93,6 @@ pub struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) estimate_tokens: bool,
     pub(crate) max_body: u64,
-    /// Endpoint ids of this pool start here in replies (fallback pools come after the
-    /// primary one).
-    pub(crate) id_offset: u16,
     store: Option<Mutex<MemoryStore<Value>>>,
     fallbacks: Vec<FallbackSlot>,
 }
@@ -104,9 +109,9 @@ impl std::fmt::Debug for Shared {
 
 /// What to do for one fallback of a call that gave up.
 #[derive(Debug)]
-pub enum FallbackStep<'a> {
-    /// Run the call against this pool (a fallback endpoint).
-    Call(&'a Shared),
+pub(crate) enum FallbackStep {
+    /// Run the call again, restricted to this standby endpoint.
+    Call(EndpointId),
     /// Answer with this body.
     Ready(Value, FallbackKind),
 }
@@ -115,106 +120,64 @@ impl Shared {
     /// Builds the engine and prepares every endpoint's headers.
     pub fn new(setup: Setup) -> Result<Shared, SetupError> {
         let seed = setup.resolve_seed()?;
-        let stored = setup
-            .fallbacks
-            .iter()
-            .any(|f| matches!(f, Fallback::Stored));
-        let mut fallbacks = Vec::with_capacity(setup.fallbacks.len());
-        let mut next_id = setup.endpoints.len();
-        for (i, f) in setup.fallbacks.into_iter().enumerate() {
-            fallbacks.push(match f {
-                Fallback::Endpoint(def) => {
-                    let mut sub_seed = seed;
-                    sub_seed[0] ^= 0x5a;
-                    sub_seed[1] ^= u8::try_from(i % 256).unwrap_or(0);
-                    let mut sub = Shared::pool(&setup.policy, vec![def], sub_seed, None)?;
-                    sub.id_offset = u16::try_from(next_id).unwrap_or(u16::MAX);
-                    sub.max_body = setup.max_body;
-                    next_id += 1;
-                    FallbackSlot::Endpoint(Box::new(sub))
-                }
-                Fallback::Stored => FallbackSlot::Stored,
-                Fallback::Template(v) => FallbackSlot::Template(v),
-            });
+        let mut defs = setup.endpoints;
+        let primary = defs.len();
+        if primary == 0 {
+            return Err(SetupError::NoEndpoints);
         }
-        let metrics = Arc::new(Metrics::default());
-        let mut shared = Shared::pool(&setup.policy, setup.endpoints, seed, Some(metrics))?;
-        shared.max_body = setup.max_body;
-        for f in &mut fallbacks {
-            if let FallbackSlot::Endpoint(sub) = f {
-                sub.metrics = Arc::clone(&shared.metrics);
-            }
+        let fallbacks = fallback_slots(&mut defs, setup.fallbacks);
+        let mut specs = endpoint::specs(&defs)?;
+        for spec in specs.iter_mut().skip(primary) {
+            spec.standby = true;
         }
-        shared.fallbacks = fallbacks;
-        if stored {
-            let store = MemoryStore::new(&setup.policy.idempotency)?;
-            shared.store = Some(Mutex::new(store));
-        }
-        Ok(shared)
-    }
-
-    fn pool(
-        policy: &Policy,
-        defs: Vec<EndpointDef>,
-        seed: Seed,
-        metrics: Option<Arc<Metrics>>,
-    ) -> Result<Shared, SetupError> {
-        let specs = endpoint::specs(&defs)?;
-        let engine = Engine::new(policy.clone(), &specs, seed)?;
-        let mut endpoints = Vec::with_capacity(defs.len());
-        for (e, def) in defs.into_iter().enumerate() {
-            let headers = def
-                .keys
-                .iter()
-                .enumerate()
-                .map(|(k, key)| {
-                    def.provider
-                        .headers(key)
-                        .map_err(|_| SetupError::InvalidKey {
-                            endpoint: e,
-                            key: k,
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            endpoints.push(EndpointSlot {
-                provider: def.provider,
-                model: def.model.clone(),
-                url: def.url(),
-                headers,
-                def,
-            });
-        }
-        let estimate_tokens = policy.limiter.tokens.is_some()
-            || endpoints
-                .iter()
-                .any(|e| e.def.limiter.as_ref().is_some_and(|l| l.tokens.is_some()));
+        let engine = Engine::new(setup.policy.clone(), &specs, seed)?;
+        let endpoints = defs
+            .into_iter()
+            .enumerate()
+            .map(|(e, def)| EndpointSlot::new(e, def))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stored = fallbacks.iter().any(|f| matches!(f, FallbackSlot::Stored));
+        let store = stored
+            .then(|| MemoryStore::new(&setup.policy.idempotency))
+            .transpose()?
+            .map(Mutex::new);
         Ok(Shared {
             engine: Mutex::new(engine),
+            estimate_tokens: estimates_tokens(&setup.policy, &endpoints),
             endpoints,
-            policy: policy.clone(),
-            metrics: metrics.unwrap_or_default(),
-            estimate_tokens,
-            max_body: DEFAULT_MAX_BODY,
-            id_offset: 0,
-            store: None,
-            fallbacks: Vec::new(),
+            policy: setup.policy,
+            metrics: Arc::default(),
+            max_body: setup.max_body,
+            store,
+            fallbacks,
         })
     }
 
     /// Locks the engine. A poisoned lock is taken over: the engine's state is updated
     /// in single steps that a panic elsewhere cannot leave half done.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
+    fn lock(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` on the engine (for health reports, breaker and key states).
+    /// Runs `f` on the engine (for health reports, breaker and key states). The
+    /// events it caused are taken under the lock and turned into counters and
+    /// `tracing` events after it is released.
     pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        let mut engine = self.lock();
-        let r = f(&mut engine);
-        while let Some(ev) = engine.poll_event() {
-            self.metrics.on_engine_event(&ev);
+        let mut batch = [None; EVENT_BATCH];
+        let (r, mut more) = {
+            let mut engine = self.lock();
+            let r = f(&mut engine);
+            (r, take_events(&mut engine, &mut batch))
+        };
+        loop {
+            for ev in batch.iter().map_while(Option::as_ref) {
+                self.metrics.on_engine_event(ev);
+            }
+            if !more {
+                return r;
+            }
+            more = take_events(&mut self.lock(), &mut batch);
         }
-        r
     }
 
     /// The largest response body read, in bytes.
@@ -232,83 +195,73 @@ impl Shared {
         self.metrics.snapshot()
     }
 
-    /// The live counters (shared with the fallback endpoints).
+    /// The live counters.
     pub fn metrics_handle(&self) -> &Arc<Metrics> {
         &self.metrics
     }
 
-    /// The provider of an endpoint of this pool.
+    /// The provider of an endpoint (fallback endpoints after the primary ones).
     pub fn provider(&self, endpoint: EndpointId) -> Provider {
         self.endpoints
             .get(usize::from(endpoint.0))
             .map_or(Provider::OpenAi, |e| e.provider)
     }
 
-    /// `target` as replies number it (fallback endpoints after the primary ones).
-    pub fn public_target(&self, target: Target) -> Target {
-        Target::new(
-            target.endpoint.0.saturating_add(self.id_offset),
-            target.key.0,
-        )
-    }
-
     /// Replaces every configured key of every endpoint found in `text` with `****`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for e in &self.endpoints {
-            out = e.def.redact(&out);
-        }
-        for f in &self.fallbacks {
-            if let FallbackSlot::Endpoint(sub) = f {
-                out = sub.redact(&out);
-            }
-        }
-        out
+        self.endpoints
+            .iter()
+            .fold(text.to_owned(), |out, e| e.def.redact(&out))
     }
 
-    /// The number of fallbacks registered.
-    pub fn fallback_count(&self) -> usize {
-        self.fallbacks.len()
-    }
-
-    /// Fallback `index` for a call that gave up; `None` when it has nothing to offer
-    /// (no stored result for this business id, or no business id).
-    pub fn fallback(&self, index: usize, business_id: Option<&[u8]>) -> Option<FallbackStep<'_>> {
-        match self.fallbacks.get(index)? {
-            FallbackSlot::Endpoint(sub) => Some(FallbackStep::Call(sub)),
+    /// Fallback `index` for a call that gave up; `None` past the last one, and
+    /// `Some(None)` when this one has nothing to offer (no stored result for this
+    /// business id, or no business id).
+    pub(crate) fn fallback(
+        &self,
+        index: usize,
+        now: Timestamp,
+        business_id: Option<&[u8]>,
+    ) -> Option<Option<FallbackStep>> {
+        Some(match self.fallbacks.get(index)? {
+            FallbackSlot::Endpoint(id) => Some(FallbackStep::Call(*id)),
             FallbackSlot::Template(v) => {
                 Some(FallbackStep::Ready(v.clone(), FallbackKind::Template))
             }
-            FallbackSlot::Stored => {
-                let key = IdempotencyKey::from_business_id(business_id?);
-                let mut store = self
-                    .store
-                    .as_ref()?
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                match store.begin(clock::now(), key) {
-                    Begin::Done(v) => Some(FallbackStep::Ready(v, FallbackKind::Stored)),
-                    Begin::New => {
-                        store.abandon(clock::now(), key);
-                        None
-                    }
-                    Begin::InFlight { .. } | Begin::Busy { .. } => None,
-                }
+            FallbackSlot::Stored => business_id.and_then(|id| self.stored(now, id)),
+        })
+    }
+
+    /// The result stored for a business id.
+    fn stored(&self, now: Timestamp, business_id: &[u8]) -> Option<FallbackStep> {
+        let key = IdempotencyKey::from_business_id(business_id);
+        let mut store = self
+            .store
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // The store has no read-only lookup: a `begin` that finds nothing is undone.
+        match store.begin(now, key) {
+            Begin::Done(v) => Some(FallbackStep::Ready(v, FallbackKind::Stored)),
+            Begin::New => {
+                store.abandon(now, key);
+                None
             }
+            Begin::InFlight { .. } | Begin::Busy { .. } => None,
         }
     }
 
     /// Records a successful body for a business id, for the `Stored` fallback.
-    pub(crate) fn store_result(&self, key: IdempotencyKey, body: &Value) {
+    pub(crate) fn store_result(&self, now: Timestamp, key: IdempotencyKey, body: &Value) {
         if let Some(store) = &self.store {
             let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
-            store.complete(clock::now(), key, body.clone());
+            store.complete(now, key, body.clone());
         }
     }
 
     /// The reply of a fallback that answered after the primary call gave up for
-    /// `reason` with `attempts` attempts, counted in the metrics.
-    pub fn degraded(
+    /// `reason` with `attempts` attempts in all, counted in the metrics.
+    pub(crate) fn degraded(
         &self,
         body: Value,
         via: FallbackKind,
@@ -324,4 +277,75 @@ impl Shared {
             degraded: Some(Degraded { reason, via }),
         }
     }
+
+    /// Whether the engine is locked right now (for the tests that check no event is
+    /// recorded under the lock).
+    #[cfg(all(test, feature = "tracing"))]
+    pub(crate) fn engine_locked(&self) -> bool {
+        matches!(
+            self.engine.try_lock(),
+            Err(std::sync::TryLockError::WouldBlock)
+        )
+    }
+}
+
+/// The fallbacks, their endpoints appended to `defs` (after the primary ones).
+fn fallback_slots(defs: &mut Vec<EndpointDef>, fallbacks: Vec<Fallback>) -> Vec<FallbackSlot> {
+    let slot = |f| match f {
+        Fallback::Endpoint(def) => {
+            // Past `u16::MAX` endpoints the engine refuses the whole list.
+            let id = u16::try_from(defs.len()).unwrap_or(u16::MAX);
+            defs.push(def);
+            FallbackSlot::Endpoint(EndpointId(id))
+        }
+        Fallback::Stored => FallbackSlot::Stored,
+        Fallback::Template(v) => FallbackSlot::Template(v),
+    };
+    fallbacks.into_iter().map(slot).collect()
+}
+
+/// Moves the engine's pending events into `batch`; true when it filled up (more may
+/// be pending).
+fn take_events(engine: &mut Engine, batch: &mut [Option<EngineEvent>; EVENT_BATCH]) -> bool {
+    for slot in batch.iter_mut() {
+        *slot = engine.poll_event();
+        if slot.is_none() {
+            return false;
+        }
+    }
+    true
+}
+
+impl EndpointSlot {
+    /// Endpoint `e` with every key's headers prepared.
+    fn new(e: usize, def: EndpointDef) -> Result<EndpointSlot, SetupError> {
+        let headers = def
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(k, key)| {
+                def.provider
+                    .headers(key)
+                    .map_err(|_| SetupError::InvalidKey {
+                        endpoint: e,
+                        key: k,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(EndpointSlot {
+            provider: def.provider,
+            model: def.model.clone(),
+            url: def.url(),
+            headers,
+            def,
+        })
+    }
+}
+
+/// Whether some endpoint (or the policy) limits tokens, so calls must estimate theirs.
+fn estimates_tokens(policy: &Policy, endpoints: &[EndpointSlot]) -> bool {
+    policy.limiter.tokens.is_some()
+        || endpoints
+            .iter()
+            .any(|e| e.def.limiter.as_ref().is_some_and(|l| l.tokens.is_some()))
 }

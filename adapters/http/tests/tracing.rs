@@ -9,45 +9,30 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::json;
 use steadfast_core::policy::Policy;
-use steadfast_http::{EndpointDef, Provider, Session, Setup, Shared};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
+use steadfast_core::time::Timestamp;
+use steadfast_http::{EndpointDef, Now, Provider, Session, Setup, Shared};
 
-/// Records every event's fields as text.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<String>>>);
+#[path = "support/recorder.rs"]
+mod recorder;
 
-struct Text<'a>(&'a mut String);
+use recorder::Recorder;
 
-impl Visit for Text<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push_str(&format!("{}={:?} ", field.name(), value));
-    }
-}
-
-impl Subscriber for Recorder {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut line = String::new();
-        event.record(&mut Text(&mut line));
-        self.0.lock().unwrap().push(line);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
+/// Whether the session has another attempt to send; its sleeps jump the virtual
+/// clock `at` (the backoff is a jump, not a sleep).
+fn next(s: &mut Session<'_, ()>, at: &mut Timestamp) -> bool {
+    s.next_send(*at, |until| {
+        *at = until;
+        until
+    })
+    .is_some()
 }
 
 #[test]
 fn one_tracing_event_per_core_event_and_no_secret() {
-    let rec = Recorder::default();
-    tracing::subscriber::set_global_default(rec.clone()).expect("first subscriber");
+    let rec = Arc::new(Mutex::new(Vec::new()));
+    let lines = Arc::clone(&rec);
+    let recorder = Recorder(move |_, line| lines.lock().unwrap().push(line));
+    tracing::subscriber::set_global_default(recorder).expect("first subscriber");
     let mut policy = Policy::default();
     policy.backoff.base = Duration::from_millis(1);
     policy.backoff.cap = Duration::from_millis(2);
@@ -61,18 +46,21 @@ fn one_tracing_event_per_core_event_and_no_secret() {
     setup.seed = Some([1; 32]);
     let shared = Shared::new(setup).expect("setup");
     let request = json!({});
-    let mut s: Session<'_, ()> = Session::new(&shared, None, &request, false);
-    assert!(s.next_send_blocking().is_some());
+    let mut at = Timestamp::ZERO;
+    let now = |at| Now::new(at, 1_800_000_000);
+    let mut s: Session<'_, ()> = Session::new(&shared, at, None, &request, false);
+    assert!(next(&mut s, &mut at));
     s.on_response(
+        now(at),
         429,
         &HeaderMap::new(),
         br#"{"error":{"message":"sk-secret"}}"#,
     );
-    assert!(s.next_send_blocking().is_some());
-    s.on_response(200, &HeaderMap::new(), b"{}");
-    assert!(s.next_send_blocking().is_none());
+    assert!(next(&mut s, &mut at));
+    s.on_response(now(at), 200, &HeaderMap::new(), b"{}");
+    assert!(!next(&mut s, &mut at));
     s.into_reply().expect("success");
-    let lines = rec.0.lock().unwrap().clone();
+    let lines = rec.lock().unwrap().clone();
     // Two attempts started, a key cooled, a retry scheduled, a success.
     assert_eq!(lines.len(), 5, "{lines:#?}");
     assert!(

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use serde_json::{Value, json};
-use steadfast_http::{Session, Step};
+use steadfast_http::clock::wall_unix;
+use steadfast_http::{Now, Session, Step};
 use steadfast_mock::{MockConfig, MockServer};
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
@@ -124,13 +125,15 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("steadfast_session", |b| {
         b.iter(|| {
-            let mut s: Session<'_, ()> = Session::new(shared, None, &f.body, false);
-            let Step::Send(out) = s.poll() else {
+            let now = f.steadfast.now();
+            let mut s: Session<'_, ()> = Session::new(shared, now, None, &f.body, false);
+            let Step::Send(out) = s.poll(now) else {
                 unreachable!("a fresh call sends")
             };
             drop(out);
-            s.on_response(200, &headers, &reply_bytes);
-            let Step::Done = s.poll() else {
+            let now = f.steadfast.now();
+            s.on_response(Now::new(now, wall_unix()), 200, &headers, &reply_bytes);
+            let Step::Done = s.poll(now) else {
                 unreachable!("a success ends the call")
             };
             s.into_reply().expect("reply")

@@ -34,13 +34,18 @@ pub(crate) fn transport(e: &reqwest::Error, status_seen: bool) -> Transport {
     Transport::new(kind, phase_of(kind))
 }
 
+/// hyper's message for a response head over its limits (`Parse::TooLarge`).
+const HEAD_TOO_LARGE: &str = "message head is too large";
+
 /// Whether the response's status line and headers were larger than hyper accepts
 /// (its buffer, about 400 KiB, or 100 headers).
 pub(crate) fn head_too_large(e: &reqwest::Error) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            return h.is_parse_too_large();
+            // `is_parse_too_large` exists only with hyper's `server` feature; without
+            // it, the kind shows in the parse error's message alone.
+            return h.is_parse() && h.to_string().starts_with(HEAD_TOO_LARGE);
         }
         cur = err.source();
     }

@@ -18,7 +18,8 @@
 //! ```
 //!
 //! The engine sits behind a `std::sync::Mutex`, locked only for the core's decisions
-//! (never across an `.await`). Each attempt gets the core's timeout as reqwest's
+//! (never across an `.await`). Time is tokio's (`tokio::time::Instant`), so a paused
+//! runtime clock (`#[tokio::test(start_paused = true)]`) drives the waits. Each attempt gets the core's timeout as reqwest's
 //! per-request timeout; the connect timeout is the policy's, set on the reqwest client.
 
 #![forbid(unsafe_code)]
@@ -29,8 +30,10 @@ mod stream;
 
 use std::sync::Arc;
 
+use drive::Clock;
 use serde_json::Value;
 pub use steadfast_core::policy::{Policy, Preset};
+use steadfast_core::time::Timestamp;
 pub use steadfast_http::{
     ApiKey, DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind,
     GiveUpReason, Interruption, MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
@@ -105,8 +108,13 @@ impl ClientBuilder {
                 .map_err(BuildError::Client)?,
         };
         let shared = Shared::new(self.setup)?;
+        let clock = Clock::new();
         Ok(Client {
-            inner: Arc::new(Inner { http, shared }),
+            inner: Arc::new(Inner {
+                http,
+                shared,
+                clock,
+            }),
         })
     }
 }
@@ -115,6 +123,7 @@ impl ClientBuilder {
 struct Inner {
     http: reqwest::Client,
     shared: Shared,
+    clock: Clock,
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).
@@ -132,7 +141,7 @@ impl Client {
     /// Sends one chat request (the endpoint's `model` is set in it), retried as the
     /// policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
     pub async fn chat(&self, request: Value) -> Result<Reply, CallError> {
-        drive::chat(&self.inner.http, &self.inner.shared, None, &request).await
+        drive::chat(&self.inner, None, &request).await
     }
 
     /// Like [`Client::chat`], with the idempotency key derived from `business_id` (an
@@ -140,14 +149,14 @@ impl Client {
     /// `Stored` fallback can answer with its last result.
     pub async fn chat_with(&self, business_id: &str, request: Value) -> Result<Reply, CallError> {
         let id = Some(business_id.as_bytes());
-        drive::chat(&self.inner.http, &self.inner.shared, id, &request).await
+        drive::chat(&self.inner, id, &request).await
     }
 
     /// Starts a streamed chat (`"stream": true` is set). Attempts are retried until
     /// the first event arrives; the stream then yields it and the rest. A failure after
     /// that is a [`StreamError`] carrying the text so far, never a retry.
     pub async fn stream(&self, request: Value) -> Result<EventStream, CallError> {
-        drive::stream(&self.inner.http, &self.inner.shared, &request).await
+        drive::stream(&self.inner, &request).await
     }
 
     /// The counters so far.
@@ -158,5 +167,11 @@ impl Client {
     /// The shared state (engine, endpoints), for health reports and inspection.
     pub fn shared(&self) -> &Shared {
         &self.inner.shared
+    }
+
+    /// The instant now by this client's clock (tokio's), as its engine counts it: the
+    /// `now` of `shared().with_engine(|e| e.health(now, endpoint))`.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.timestamp()
     }
 }

@@ -8,7 +8,7 @@ use steadfast_core::engine::Engine;
 use steadfast_core::ids::{EndpointId, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::pool::KeyState;
-use steadfast_core::retry::{Admit, Attempt, Gate, Query, Report};
+use steadfast_core::retry::{Admit, Attempt, Gate, Grant, Query, Report};
 use steadfast_core::rng::CoreRng;
 use steadfast_core::time::Timestamp;
 
@@ -220,6 +220,8 @@ impl<'a> Checked<'a> {
     }
 }
 
+impl steadfast_core::retry::Sealed for Checked<'_> {}
+
 impl Gate for Checked<'_> {
     type Rng = CoreRng;
 
@@ -242,7 +244,7 @@ impl Gate for Checked<'_> {
         let Admit::Go(grant) = admit else {
             return admit;
         };
-        let (call, target) = (self.call, grant.target);
+        let (call, target) = (self.call, grant.target());
         let v = &mut self.checks.violations;
         if let Some(Permit::Deny { .. }) = self.checks.peeks.get(usize::from(target.endpoint.0)) {
             v.push(Violation::BreakerDenied {
@@ -275,6 +277,14 @@ impl Gate for Checked<'_> {
             });
         }
         admit
+    }
+
+    fn confirm(&mut self, now: Timestamp, grant: &Grant) -> Option<Grant> {
+        self.engine.confirm(now, grant)
+    }
+
+    fn release(&mut self, now: Timestamp, grant: &Grant) {
+        self.engine.release(now, grant);
     }
 
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {

@@ -1,17 +1,26 @@
-//! The driver loop: poll the session, send or sleep, report.
+//! The driver loop: read the clock, poll the session, send or sleep, report.
 
 use std::io::Read;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::Instant;
 
+use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
+use steadfast_core::outcome::{Phase, Transport, TransportKind};
+use steadfast_core::retry::Attempt;
+use steadfast_core::time::Timestamp;
 use steadfast_http::body::LimitedBody;
-use steadfast_http::{FallbackChain, FallbackStep, Outgoing, Reply, Session, Shared};
+use steadfast_http::clock::Epoch;
+use steadfast_http::outcome::is_payload;
+use steadfast_http::{EventReader, Now, Outgoing, Reply, Session};
 use ureq::Agent;
 use ureq::http::Response;
 
-use crate::CallError;
 use crate::errors::transport;
 use crate::stream::EventIter;
+use crate::{CallError, Inner};
 
 type S<'c> = Session<'c, ureq::Error>;
 
@@ -20,175 +29,267 @@ const STREAM_READ: usize = 8 * 1024;
 /// The bytes read per `read` of a whole body.
 const BODY_READ: usize = 64 * 1024;
 
-fn send(
-    agent: &Agent,
-    out: Outgoing<'_>,
-    stream: bool,
-) -> Result<Response<ureq::Body>, ureq::Error> {
-    let body = out.body;
-    let mut req = http::Request::post(out.url).body(&body[..])?;
-    *req.headers_mut() = out.headers;
+/// A client's clock: `std`'s monotonic clock, and this thread's sleep.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock(Epoch);
+
+impl Clock {
+    /// Timestamps counted from now.
+    pub(crate) fn new() -> Clock {
+        Clock(Epoch::new(Instant::now()))
+    }
+
+    /// The instant now, as the core counts it.
+    pub(crate) fn timestamp(&self) -> Timestamp {
+        self.0.timestamp(Instant::now())
+    }
+
+    /// The instant now, with the wall clock, for a report.
+    fn now(&self) -> Now {
+        self.0.now(Instant::now())
+    }
+
+    /// Sleeps this thread until `at`; the instant it woke at.
+    fn sleep_until(&self, at: Timestamp) -> Timestamp {
+        thread::sleep(self.0.instant(at).saturating_duration_since(Instant::now()));
+        self.timestamp()
+    }
+}
+
+/// One attempt's request, owned (a stream's is sent from its own thread).
+struct Request {
+    url: String,
+    headers: HeaderMap,
+    body: Bytes,
+    attempt: Attempt,
+}
+
+impl From<Outgoing<'_>> for Request {
+    fn from(out: Outgoing<'_>) -> Request {
+        Request {
+            url: out.url.to_owned(),
+            headers: out.headers,
+            body: out.body,
+            attempt: out.attempt,
+        }
+    }
+}
+
+fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>, ureq::Error> {
+    let mut req = http::Request::post(r.url.as_str()).body(&r.body[..])?;
+    *req.headers_mut() = r.headers;
     let config = agent
         .configure_request(req)
-        .timeout_global(Some(out.attempt.timeout))
-        .timeout_connect(Some(out.attempt.connect_timeout));
+        .timeout_global(Some(r.attempt.timeout))
+        .timeout_connect(Some(r.attempt.connect_timeout));
     let config = if stream {
-        config.timeout_recv_response(Some(
-            out.attempt
-                .first_event_timeout
-                .unwrap_or(out.attempt.timeout),
-        ))
+        // Ends the stream's thread early when even the head does not come in time.
+        let first = r.attempt.first_event_timeout.unwrap_or(r.attempt.timeout);
+        config.timeout_recv_response(Some(first))
     } else {
         config
     };
     agent.run(config.build())
 }
 
-/// One call against one pool, without fallbacks.
-fn call(
-    agent: &Agent,
-    shared: &Shared,
+/// A call, with its fallbacks (the session runs them).
+pub(crate) fn chat(
+    c: &Inner,
     business_id: Option<&[u8]>,
     body: &Value,
 ) -> Result<Reply, CallError> {
-    let mut s: S<'_> = Session::new(shared, business_id, body, false);
-    while let Some(out) = s.next_send_blocking() {
-        exchange(agent, &mut s, out);
+    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), business_id, body, false);
+    while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+        exchange(c, &mut s, out);
     }
     s.into_reply()
 }
 
-/// Sends; `None` when the attempt failed before a response (and was reported).
-fn send_reported(
-    agent: &Agent,
-    s: &mut S<'_>,
-    out: Outgoing<'_>,
-    stream: bool,
-) -> Option<Response<ureq::Body>> {
-    match send(agent, out, stream) {
-        Ok(r) => Some(r),
-        Err(
-            e @ (ureq::Error::LargeResponseHeader(..)
-            | ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders)),
-        ) => {
-            s.on_head_too_large(Some(e));
-            None
+/// Reports a request that got no response.
+fn report_send_error(c: &Inner, s: &mut S<'_>, e: ureq::Error) {
+    match e {
+        ureq::Error::LargeResponseHeader(..)
+        | ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders) => {
+            s.on_head_too_large(c.clock.now(), Some(e));
         }
-        Err(e) => {
-            s.on_transport(transport(&e, false), Some(e));
-            None
-        }
+        e => s.on_transport(c.clock.now(), transport(&e, false), Some(e)),
     }
 }
 
-fn exchange(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) {
-    let Some(resp) = send_reported(agent, s, out, false) else {
-        return;
-    };
-    let status = resp.status().as_u16();
-    let (parts, body) = resp.into_parts();
-    read_whole(s, status, &parts.headers, body);
+fn exchange(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) {
+    match send(&c.agent, out.into(), false) {
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            let whole = read_whole(s.max_body(), body);
+            report_whole(c, s, parts.status.as_u16(), &parts.headers, whole);
+        }
+        Err(e) => report_send_error(c, s, e),
+    }
 }
 
-/// Reads a body whole, within the body limit, and reports the response.
-fn read_whole(s: &mut S<'_>, status: u16, headers: &HeaderMap, body: ureq::Body) {
-    let Ok(mut whole) = LimitedBody::new(s.max_body(), body.content_length()) else {
-        return s.on_body_too_large(status, headers);
+/// A body read whole, or why not.
+enum Whole {
+    Read(Vec<u8>),
+    TooLarge,
+    Failed(ureq::Error),
+}
+
+/// Reads a body whole, within `max` bytes.
+fn read_whole(max: u64, body: ureq::Body) -> Whole {
+    let Ok(mut whole) = LimitedBody::new(max, body.content_length()) else {
+        return Whole::TooLarge;
     };
     let mut reader = body.into_reader();
     let mut buf = vec![0u8; BODY_READ];
     loop {
         match reader.read(&mut buf) {
-            Ok(0) => return s.on_response(status, headers, whole.as_slice()),
+            Ok(0) => return Whole::Read(whole.into_bytes()),
             Ok(n) => {
                 if whole.push(buf.get(..n).unwrap_or_default()).is_err() {
-                    return s.on_body_too_large(status, headers);
+                    return Whole::TooLarge;
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let e = ureq::Error::from(e);
-                return s.on_body_error(status, headers, transport(&e, true), e);
-            }
+            Err(e) => return Whole::Failed(ureq::Error::from(e)),
         }
     }
 }
 
-/// A call with its fallbacks.
-pub(crate) fn chat(
-    agent: &Agent,
-    shared: &Shared,
-    business_id: Option<&[u8]>,
-    body: &Value,
-) -> Result<Reply, CallError> {
-    let err = match call(agent, shared, business_id, body) {
-        Ok(reply) => return Ok(reply),
-        Err(e) => e,
-    };
-    let mut chain = FallbackChain::new(shared, business_id, err);
-    while let Some(step) = chain.next_step() {
-        match step {
-            FallbackStep::Ready(v, via) => return Ok(chain.answered(v, via)),
-            FallbackStep::Call(pool) => {
-                if let Some(r) = chain.on_endpoint(call(agent, pool, business_id, body)) {
-                    return Ok(r);
-                }
-            }
-        }
+fn report_whole(c: &Inner, s: &mut S<'_>, status: u16, headers: &HeaderMap, whole: Whole) {
+    let now = c.clock.now();
+    match whole {
+        Whole::Read(body) => s.on_response(now, status, headers, &body),
+        Whole::TooLarge => s.on_body_too_large(now, status, headers),
+        Whole::Failed(e) => s.on_body_error(now, status, headers, transport(&e, true), e),
     }
-    Err(chain.into_error())
 }
 
 /// A response whose first event arrived.
 pub(crate) struct Opened {
     pub body: ureq::BodyReader<'static>,
-    pub reader: steadfast_http::EventReader,
+    pub reader: EventReader,
 }
 
 /// A streamed call: retried until the first event arrives.
-pub(crate) fn stream(agent: &Agent, shared: &Shared, body: &Value) -> Result<EventIter, CallError> {
-    let mut s: S<'_> = Session::new(shared, None, body, true);
+pub(crate) fn stream(c: &Inner, body: &Value) -> Result<EventIter, CallError> {
+    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), None, body, true);
     let mut opened = None;
-    while let Some(out) = s.next_send_blocking() {
-        opened = open(agent, &mut s, out);
+    while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+        opened = open(c, &mut s, out);
     }
     s.into_stream()?;
     Ok(EventIter::new(opened))
 }
 
-fn open(agent: &Agent, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
-    let resp = send_reported(agent, s, out, true)?;
+/// What a stream attempt came to before its first event.
+enum Opening {
+    /// No response.
+    Failed(ureq::Error),
+    /// An error status, its body read whole.
+    Whole(u16, HeaderMap, Whole),
+    /// A 2xx, and how its events began.
+    Events(u16, HeaderMap, First),
+}
+
+/// How a 2xx stream began.
+enum First {
+    /// The first event, well-formed or not (boxed: one allocation per stream start
+    /// keeps the other outcomes small).
+    Event(bool, Box<Opened>),
+    /// The body ended before any event.
+    Empty,
+    /// An unfinished event grew past the body limit.
+    TooLarge,
+    /// Reading failed.
+    Failed(ureq::Error),
+}
+
+/// One stream attempt, until its first event. ureq fixes its timeouts when a request
+/// starts, so the wait runs on its own thread and this one gives up on it at the
+/// first-event deadline. A thread given up on ends with the attempt's own timeout.
+fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
+    let first_by = Instant::now() + out.first_event_timeout();
+    let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader());
+    let request = Request::from(out);
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = thread::Builder::new()
+        .name("steadfast-stream".to_owned())
+        .spawn(move || {
+            let _ = tx.send(opening(&agent, request, reader, max));
+        });
+    if spawned.is_err() {
+        let t = Transport::new(TransportKind::Other, Phase::BeforeSend);
+        s.on_transport(c.clock.now(), t, None);
+        return None;
+    }
+    let kind = match rx.recv_timeout(first_by.saturating_duration_since(Instant::now())) {
+        Ok(o) => return report_opening(c, s, o),
+        Err(RecvTimeoutError::Timeout) => TransportKind::Timeout,
+        Err(RecvTimeoutError::Disconnected) => TransportKind::Other,
+    };
+    s.on_transport(c.clock.now(), Transport::new(kind, Phase::AfterSend), None);
+    None
+}
+
+/// Sends a stream's request and reads until its first event (on the stream's thread).
+fn opening(agent: &Agent, request: Request, reader: EventReader, max: u64) -> Opening {
+    let resp = match send(agent, request, true) {
+        Ok(r) => r,
+        Err(e) => return Opening::Failed(e),
+    };
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
-    let headers: HeaderMap = parts.headers;
-    let Some(mut reader) = s.stream_reader(status) else {
-        read_whole(s, status, &headers, body);
-        return None;
-    };
-    let mut body = body.into_reader();
+    if !is_payload(status) {
+        return Opening::Whole(status, parts.headers, read_whole(max, body));
+    }
+    Opening::Events(
+        status,
+        parts.headers,
+        first_event(body.into_reader(), reader),
+    )
+}
+
+fn first_event(mut body: ureq::BodyReader<'static>, mut reader: EventReader) -> First {
     let mut buf = vec![0u8; STREAM_READ];
     loop {
         match body.read(&mut buf) {
-            Ok(0) => {
-                s.on_stream_empty(status, &headers);
-                return None;
-            }
+            Ok(0) => return First::Empty,
             Ok(n) => {
                 reader.push(buf.get(..n).unwrap_or_default());
                 if let Some(ok) = reader.first_event() {
-                    s.on_stream_started(status, &headers, ok);
-                    return ok.then_some(Opened { body, reader });
+                    return First::Event(ok, Box::new(Opened { body, reader }));
                 }
                 if reader.over_limit() {
-                    s.on_body_too_large(status, &headers);
-                    return None;
+                    return First::TooLarge;
                 }
             }
-            Err(e) => {
-                let e = ureq::Error::from(e);
-                s.on_transport(transport(&e, true), Some(e));
-                return None;
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return First::Failed(ureq::Error::from(e)),
         }
     }
+}
+
+fn report_opening(c: &Inner, s: &mut S<'_>, opening: Opening) -> Option<Opened> {
+    let (status, headers, first) = match opening {
+        Opening::Failed(e) => {
+            report_send_error(c, s, e);
+            return None;
+        }
+        Opening::Whole(status, headers, whole) => {
+            report_whole(c, s, status, &headers, whole);
+            return None;
+        }
+        Opening::Events(status, headers, first) => (status, headers, first),
+    };
+    let now = c.clock.now();
+    match first {
+        First::Event(ok, opened) => {
+            s.on_stream_started(now, status, &headers, ok);
+            return ok.then_some(*opened);
+        }
+        First::Empty => s.on_stream_empty(now, status, &headers),
+        First::TooLarge => s.on_body_too_large(now, status, &headers),
+        First::Failed(e) => s.on_transport(now, transport(&e, true), Some(e)),
+    }
+    None
 }

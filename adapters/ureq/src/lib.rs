@@ -19,9 +19,11 @@
 //! ```
 //!
 //! Each attempt gets the core's timeout as ureq's global timeout and the core's connect
-//! timeout as ureq's (both per request). For streams, the time to the first event is enforced up to the
-//! response head (ureq fixes its timeouts when a request starts); after it, the
-//! attempt timeout bounds the stream.
+//! timeout as ureq's (both per request). For streams, the first-event timeout bounds
+//! the wait for the first event, response head and body alike: ureq fixes its timeouts
+//! when a request starts, so a stream attempt is sent and read up to its first event
+//! on a short-lived thread of its own, which the calling thread stops waiting for at
+//! that deadline. After the first event, the attempt timeout bounds the stream.
 
 #![forbid(unsafe_code)]
 // `CallError` holds the last `ureq::Error` by value, and ureq's error alone is close to
@@ -35,8 +37,10 @@ mod stream;
 
 use std::sync::Arc;
 
+use drive::Clock;
 use serde_json::Value;
 pub use steadfast_core::policy::{Policy, Preset};
+use steadfast_core::time::Timestamp;
 pub use steadfast_http::{
     ApiKey, DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind,
     GiveUpReason, Interruption, MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
@@ -80,8 +84,13 @@ impl ClientBuilder {
             ureq::Agent::new_with_config(config)
         });
         let shared = Shared::new(self.setup)?;
+        let clock = Clock::new();
         Ok(Client {
-            inner: Arc::new(Inner { agent, shared }),
+            inner: Arc::new(Inner {
+                agent,
+                shared,
+                clock,
+            }),
         })
     }
 }
@@ -89,6 +98,7 @@ impl ClientBuilder {
 struct Inner {
     agent: ureq::Agent,
     shared: Shared,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Inner {
@@ -115,7 +125,7 @@ impl Client {
     /// Sends one chat request (the endpoint's `model` is set in it), retried as the
     /// policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
     pub fn chat(&self, request: Value) -> Result<Reply, CallError> {
-        drive::chat(&self.inner.agent, &self.inner.shared, None, &request)
+        drive::chat(&self.inner, None, &request)
     }
 
     /// Like [`Client::chat`], with the idempotency key derived from `business_id`: a
@@ -123,14 +133,14 @@ impl Client {
     /// its last result.
     pub fn chat_with(&self, business_id: &str, request: Value) -> Result<Reply, CallError> {
         let id = Some(business_id.as_bytes());
-        drive::chat(&self.inner.agent, &self.inner.shared, id, &request)
+        drive::chat(&self.inner, id, &request)
     }
 
     /// Starts a streamed chat (`"stream": true` is set). Attempts are retried until
     /// the first event arrives; the iterator then yields it and the rest. A failure
     /// after that is a [`StreamError`] carrying the text so far, never a retry.
     pub fn stream(&self, request: Value) -> Result<EventIter, CallError> {
-        drive::stream(&self.inner.agent, &self.inner.shared, &request)
+        drive::stream(&self.inner, &request)
     }
 
     /// The counters so far.
@@ -141,5 +151,11 @@ impl Client {
     /// The shared state (engine, endpoints), for health reports and inspection.
     pub fn shared(&self) -> &Shared {
         &self.inner.shared
+    }
+
+    /// The instant now by this client's clock, as its engine counts it: the `now` of
+    /// `shared().with_engine(|e| e.health(now, endpoint))`.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.timestamp()
     }
 }

@@ -497,17 +497,26 @@ fn stale_results_are_not_recorded_and_free_their_slots() {
     f.ok(ms(5001), Duration::ZERO);
     f.ok(ms(5001), Duration::ZERO);
     assert_eq!(f.b.state(), BreakerState::HalfOpen);
-    // One probe fails: reopen; the two others are still in flight and hold their
-    // slots into the next half-open phase until they report.
+    // One probe fails: reopen; the two others are still in flight, but the next
+    // half-open period starts with every slot free, and their late answers are not
+    // probes of it.
+    let period = f.b.probe_period();
     f.probe(ms(5002), BreakerInput::Failure);
     assert_eq!(f.b.state(), BreakerState::Open { until: ms(15_002) });
-    assert_eq!(f.b.probes_in_flight(), 2);
     f.probe(ms(5003), OK);
     assert_eq!(f.b.state(), BreakerState::Open { until: ms(15_002) });
-    assert_eq!(f.b.probes_in_flight(), 1);
-    assert_eq!(f.b.permit(ms(15_002)), Permit::Probe);
-    assert_eq!(f.b.permit(ms(15_002)), Permit::Probe);
+    for _ in 0..3 {
+        assert_eq!(f.b.permit(ms(15_002)), Permit::Probe);
+    }
     assert_eq!(f.b.permit(ms(15_002)), Permit::Deny { until: ms(20_002) });
+    assert_eq!(f.b.probe_period(), period + 1);
+    // A probe that will never be answered gives its slot back; one of the earlier
+    // period gives back nothing.
+    f.b.release_probe(period);
+    assert_eq!(f.b.probes_in_flight(), 3);
+    f.b.release_probe(period + 1);
+    assert_eq!(f.b.probes_in_flight(), 2);
+    assert_eq!(f.b.permit(ms(15_003)), Permit::Probe);
 }
 
 #[test]
@@ -846,8 +855,8 @@ fn drive(config: &BreakerConfig, ops: &[Op], seed: u64) -> Vec<BreakerEvent> {
     let mut rng = from_u64(seed);
     let mut now = Timestamp::ZERO;
     let mut latest = Timestamp::ZERO;
-    // Permitted calls not yet reported: `true` for probes.
-    let mut outstanding: Vec<bool> = Vec::new();
+    // Permitted calls not yet reported, with the half-open period of a probe.
+    let mut outstanding: Vec<Option<u32>> = Vec::new();
     let mut events = Vec::new();
     for op in ops {
         match *op {
@@ -867,15 +876,16 @@ fn drive(config: &BreakerConfig, ops: &[Op], seed: u64) -> Vec<BreakerEvent> {
                 match permit {
                     Permit::Allow => {
                         assert_eq!(before, BreakerState::Closed);
-                        outstanding.push(false);
+                        outstanding.push(None);
                     }
                     Permit::Probe => {
                         assert_eq!(b.state(), BreakerState::HalfOpen);
-                        outstanding.push(true);
+                        outstanding.push(Some(b.probe_period()));
                     }
                     Permit::Deny { until } => assert!(until > latest),
                 }
-                let probes = outstanding.iter().filter(|p| **p).count();
+                let current = Some(b.probe_period());
+                let probes = outstanding.iter().filter(|p| **p == current).count();
                 assert!(probes <= config.half_open_probes as usize);
             }
             Op::Resolve {
@@ -887,7 +897,8 @@ fn drive(config: &BreakerConfig, ops: &[Op], seed: u64) -> Vec<BreakerEvent> {
                     continue;
                 }
                 latest = latest.max(now);
-                let was_probe = outstanding.swap_remove(pick % outstanding.len());
+                let period = outstanding.swap_remove(pick % outstanding.len());
+                let was_probe = period == Some(b.probe_period());
                 let input = match kind {
                     0 => BreakerInput::Failure,
                     1 => BreakerInput::Ignored,
@@ -912,8 +923,11 @@ fn drive(config: &BreakerConfig, ops: &[Op], seed: u64) -> Vec<BreakerEvent> {
                 b.handle_timeout(now);
             }
         }
-        let probes = outstanding.iter().filter(|p| **p).count();
-        assert_eq!(b.probes_in_flight() as usize, probes);
+        let current = Some(b.probe_period());
+        let probes = outstanding.iter().filter(|p| **p == current).count();
+        if b.state() == BreakerState::HalfOpen {
+            assert_eq!(b.probes_in_flight() as usize, probes);
+        }
         if let Window::Count(n) = config.window {
             let per = u64::from(n.div_ceil(16));
             assert!(b.counts().calls < u64::from(n) + per);

@@ -159,27 +159,51 @@ fn floor_allows_min_per_sec_in_a_total_outage() {
         }
     }
     assert_eq!(per_second, [10; 10]);
-    // The floor retries are 100 ms apart.
+    // The floor's ten may come at once; the eleventh waits for the first to be a
+    // second old.
     let mut b = RetryBudget::new(cfg(0.2, 10));
-    assert!(b.try_withdraw(ms(0)));
-    assert!(!b.try_withdraw(ms(99)));
-    assert_eq!(b.available_at(ms(50)), Some(ms(100)));
-    assert!(b.try_withdraw(ms(100)));
-    assert_eq!(b.balance(ms(150)), 0);
-    assert_eq!(b.balance(ms(200)), 1);
+    for t in 0..10 {
+        assert!(b.try_withdraw(ms(t)), "floor retry {t}");
+    }
+    assert!(!b.try_withdraw(ms(999)));
+    assert_eq!(b.available_at(ms(50)), Some(ms(1_000)));
+    assert_eq!(b.balance(ms(999)), 0);
+    assert!(b.try_withdraw(ms(1_000)));
+    assert_eq!(b.balance(ms(1_000)), 0);
+    assert_eq!(
+        b.balance(ms(1_001)),
+        1,
+        "the second grant turned a second old"
+    );
+    assert_eq!(b.balance(ms(5_000)), 10);
 }
 
 #[test]
-fn floor_interval_rounds_up_so_no_second_holds_too_many() {
+fn a_lone_call_gets_its_retries_however_close_its_jittered_backoffs_fall() {
+    // A fresh budget, one call, retries 1 ms apart: the floor covers a whole
+    // sequence of attempts (the standard 4 and the batch preset's 10).
+    let mut b = RetryBudget::new(BudgetConfig::default());
+    for t in 0..9 {
+        assert!(b.try_withdraw(ms(t)), "retry {t}");
+    }
+}
+
+#[test]
+fn the_floor_window_slides_exactly() {
     let mut b = RetryBudget::new(cfg(0.0, 3));
-    assert_eq!(b.floor_interval, 333_333_334);
     let mut granted = Vec::new();
-    for t in 0..2_000 {
+    for t in 0..2_500 {
         if b.try_withdraw(ms(t)) {
             granted.push(t);
         }
     }
-    assert_eq!(granted, [0, 334, 668, 1_002, 1_336, 1_670]);
+    assert_eq!(granted, [0, 1, 2, 1_000, 1_001, 1_002, 2_000, 2_001, 2_002]);
+    // Above the burst, the window is cut: 64 a second is 32 per half second.
+    let mut b = RetryBudget::new(cfg(0.0, 64));
+    let granted: Vec<u64> = (0..1_000).filter(|&t| b.try_withdraw(ms(t))).collect();
+    assert_eq!(granted.len(), 64);
+    assert_eq!(granted[31], 31);
+    assert_eq!(granted[32], 500);
 }
 
 #[test]
@@ -193,9 +217,9 @@ fn deposits_are_used_before_the_floor() {
         "one paid by deposits, one by the floor"
     );
     assert!(b.try_withdraw(ms(0)));
-    assert_eq!(b.floor_next, Some(ms(0)), "the floor was not touched");
+    assert_eq!(b.floor.next_at(), Some(ms(0)), "the floor was not touched");
     assert!(b.try_withdraw(ms(0)));
-    assert_eq!(b.floor_next, Some(ms(1_000)));
+    assert_eq!(b.floor.next_at(), Some(ms(1_000)));
     assert!(!b.try_withdraw(ms(500)));
     assert_eq!(b.available_at(ms(500)), Some(ms(1_000)));
 }
@@ -370,11 +394,11 @@ fn run(c: BudgetConfig, ops: &[Op]) -> Vec<(bool, u64)> {
 
 proptest! {
     /// The bound asserted: over a whole run with `S` successes, retries granted
-    /// ≤ floor(S × per_success / 1 000 000)                    (paid by deposits)
-    ///   + (if min_per_sec > 0: floor(E × min_per_sec / 1 s) + 1) (paid by the floor)
-    /// where per_success is the ratio in millionths and E the span between the first and
-    /// the last effective instant. This implies the looser
-    /// `ratio × S + min_per_sec × (E in seconds + 1)`.
+    /// ≤ floor(S × per_success / 1 000 000)               (paid by deposits)
+    ///   + F × (floor(E / 1 s) + 1)                        (paid by the floor)
+    /// where per_success is the ratio in millionths, E the span between the first and
+    /// the last effective instant, and F the most floor retries one second may hold:
+    /// `min_per_sec`, rounded up to a multiple of `FLOOR_BURST` above it.
     #[test]
     fn grants_never_exceed_deposits_plus_floor(
         c in any_config(),
@@ -417,17 +441,17 @@ proptest! {
         }
         let elapsed = u128::from(last.as_nanos() - first.map_or(0, Timestamp::as_nanos));
         let per_sec = u128::from(c.min_per_sec);
-        let floor_bound = if per_sec == 0 { 0 } else { elapsed * per_sec / 1_000_000_000 + 1 };
+        let burst = FLOOR_BURST as u128;
+        let per_second = if per_sec > burst { per_sec.div_ceil(burst) * burst } else { per_sec };
+        let floor_bound = per_second * (elapsed / 1_000_000_000 + 1);
         let bound = successes * u128::from(b.per_success) / u128::from(UNIT) + floor_bound;
         prop_assert!(granted <= bound, "granted {} > bound {}", granted, bound);
-        let loose = c.ratio * successes as f64 + f64::from(c.min_per_sec) * (elapsed as f64 / 1e9 + 1.0);
-        prop_assert!(granted as f64 <= loose + 1e-6);
     }
 
     /// In any half-open second the floor alone grants at most `min_per_sec`.
     #[test]
     fn floor_alone_respects_min_per_sec_in_every_second(
-        min_per_sec in 1..40u32,
+        min_per_sec in 1..=FLOOR_BURST as u32,
         steps in proptest::collection::vec(0..200u64, 1..600),
     ) {
         let mut b = RetryBudget::new(cfg(0.0, min_per_sec));

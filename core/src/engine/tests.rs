@@ -6,7 +6,8 @@ use core::time::Duration;
 use super::*;
 use crate::classify::ErrorFacts;
 use crate::outcome::{Outcome, Response};
-use crate::retry::{Decision, Finish};
+use crate::pool::DisableReason;
+use crate::retry::{Decision, Finish, GiveUpReason};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -320,4 +321,161 @@ fn a_bad_config_names_the_field() {
             .map(|e| e.field()),
         Some("pool.endpoints")
     );
+}
+
+/// One endpoint whose breaker opens for 4 s after two failures, under calls that hold
+/// for it for at most 10 s.
+fn holding_engine() -> Engine {
+    let mut p = exact();
+    p.breaker.consecutive_failures = Some(2);
+    p.breaker.open_for = Duration::from_secs(4);
+    p.retry.hold = true;
+    p.retry.max_attempts = 50;
+    p.retry.max_hold = Duration::from_secs(10);
+    Engine::new(p, &[EndpointSpec::new(0, 1)], seed(4)).unwrap()
+}
+
+#[test]
+fn a_holding_call_stops_holding_once_the_endpoint_has_failed_for_max_hold() {
+    let engine = holding_engine();
+    let mut d = Driver::new(engine, |_n: Timestamp, _t: Target| down());
+    let finishes = d.run(&[at(0), at(12_000)]);
+    for f in &finishes {
+        let Finish::GaveUp(g) = f else {
+            panic!("{f:?}")
+        };
+        assert!(
+            matches!(g.reason, GiveUpReason::BreakerOpen { .. }),
+            "{g:?}"
+        );
+    }
+    // The first call held until the endpoint had failed for 10 s, not for its 50
+    // attempts or its 180 s deadline; the second one, later, did not wait at all.
+    assert_eq!(finishes[1].attempts(), 0);
+    let last = d.sent.iter().map(|s| s.at).max().unwrap();
+    assert!(last < at(10_000), "{:?}", d.sent);
+    // The failing instant is the first failure; a success clears it.
+    assert_eq!(d.engine.failing_since(EndpointId(0)), Some(at(20)));
+}
+
+#[test]
+fn a_short_outage_is_still_held_through() {
+    let engine = holding_engine();
+    let mut d = Driver::new(
+        engine,
+        |now: Timestamp, _t: Target| if now < at(4_000) { down() } else { ok() },
+    );
+    let finishes = d.run(&[at(0), at(1_000), at(7_000)]);
+    assert!(finishes.iter().all(Finish::is_success), "{finishes:?}");
+    assert_eq!(d.engine.failing_since(EndpointId(0)), None);
+}
+
+#[test]
+fn a_standby_endpoint_serves_only_the_calls_restricted_to_it() {
+    let specs = [
+        EndpointSpec::new(0, 1),
+        EndpointSpec::new(0, 1).on_standby(),
+    ];
+    let mut engine = Engine::new(exact(), &specs, seed(1)).unwrap();
+    for i in 0..6 {
+        let mut call = engine.start_call(at(i), None);
+        match call.poll_decision(at(i), &mut engine) {
+            Decision::Send(a) => assert_eq!(a.target.endpoint, EndpointId(0)),
+            d => panic!("{d:?}"),
+        }
+        let _ = call.cancel(at(i), &mut engine);
+    }
+    let mut call = engine.start_call(at(10), None).restricted_to(EndpointId(1));
+    match call.poll_decision(at(10), &mut engine) {
+        Decision::Send(a) => assert_eq!(a.target.endpoint, EndpointId(1)),
+        d => panic!("{d:?}"),
+    }
+    let _ = call.cancel(at(10), &mut engine);
+    // With the standby endpoint the only one left, an ordinary call finds nothing.
+    let mut down = Engine::new(exact(), &specs, seed(1)).unwrap();
+    let target = Target::new(0, 0);
+    down.pool
+        .on_key_rejected(at(0), target, DisableReason::Unauthorized)
+        .unwrap();
+    let mut call = down.start_call(at(1), None);
+    assert_eq!(
+        call.poll_decision(at(1), &mut down),
+        Decision::Done(Finish::GaveUp(crate::retry::GiveUp {
+            reason: GiveUpReason::NoUsableKey,
+            attempts: 0,
+            last_failure: None,
+            last_status: None,
+        }))
+    );
+}
+
+/// Drives one call on `engine` against `answers` (one per attempt, each 20 ms away).
+fn lone_call(engine: &mut Engine, answers: &[Outcome]) -> Finish {
+    let mut now = at(0);
+    let mut call = engine.start_call(now, None);
+    let mut answers = answers.iter().copied();
+    loop {
+        match call.poll_decision(now, engine) {
+            Decision::Send(a) => {
+                now = now + ms(20);
+                let o = answers
+                    .next()
+                    .unwrap_or(Outcome::Response(Response::new(200)));
+                call.on_outcome(now, a.id, o).unwrap();
+            }
+            Decision::Wait(t) => now = t,
+            Decision::Done(f) => return f,
+        }
+    }
+}
+
+#[test]
+fn a_fresh_client_always_gets_its_configured_attempts() {
+    let status = |s| Outcome::Response(Response::new(s));
+    let refused = Outcome::Transport(crate::outcome::Transport::new(
+        crate::outcome::TransportKind::ConnectRefused,
+        crate::outcome::Phase::BeforeSend,
+    ));
+    for n in 0..1_000u32 {
+        let mut s: Seed = [0; 32];
+        s[..4].copy_from_slice(&n.to_le_bytes());
+        let mut engine = Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], s).unwrap();
+        let f = lone_call(&mut engine, &[status(503), status(503), status(200)]);
+        assert!(f.is_success(), "seed {n}: {f:?}");
+        assert_eq!(f.attempts(), 3, "seed {n}");
+        let mut engine = Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], s).unwrap();
+        let f = lone_call(&mut engine, &[refused, refused, refused, refused]);
+        let Finish::GaveUp(g) = f else {
+            panic!("seed {n}: {f:?}")
+        };
+        assert_eq!(
+            (g.reason, g.attempts),
+            (GiveUpReason::RetriesExhausted, 4),
+            "seed {n}"
+        );
+    }
+}
+
+#[test]
+fn throttled_retries_do_not_drain_the_budget_but_blind_ones_do() {
+    let mut p = Policy::default();
+    p.budget.ratio = 0.0;
+    p.budget.min_per_sec = 0;
+    p.breaker.enabled = false;
+    let throttled = {
+        let mut r = Response::new(429);
+        r.hints.retry_after = Some(ms(100));
+        Outcome::Response(r)
+    };
+    let mut engine = Engine::new(p.clone(), &[EndpointSpec::new(0, 1)], seed(3)).unwrap();
+    for _ in 0..20 {
+        let f = lone_call(&mut engine, &[throttled, throttled]);
+        assert!(f.is_success(), "{f:?}");
+    }
+    let mut engine = Engine::new(p, &[EndpointSpec::new(0, 1)], seed(3)).unwrap();
+    let f = lone_call(&mut engine, &[Outcome::Response(Response::new(503))]);
+    let Finish::GaveUp(g) = f else {
+        panic!("{f:?}")
+    };
+    assert_eq!((g.reason, g.attempts), (GiveUpReason::BudgetExhausted, 1));
 }

@@ -88,7 +88,11 @@ fn header_table() {
             &[("retry-after", "18446744073709551615")],
             ra(MAX_HINT),
         ),
-        (NOW, &[("retry-after", "18446744073709551616")], none),
+        (
+            NOW,
+            &[("retry-after", "18446744073709551616")],
+            ra(MAX_HINT),
+        ),
         (NOW, &[("retry-after", "abc")], none),
         (NOW, &[("retry-after", "-5")], none),
         (NOW, &[("retry-after", "+5")], none),
@@ -282,7 +286,11 @@ fn header_table() {
             &[("retry-after-ms", "18446744073709551615")],
             ra(MAX_HINT),
         ),
-        (NOW, &[("retry-after-ms", "18446744073709551616")], none),
+        (
+            NOW,
+            &[("retry-after-ms", "18446744073709551616")],
+            ra(MAX_HINT),
+        ),
         (NOW, &[("retry-after-ms", "-1")], none),
         (
             NOW,
@@ -539,39 +547,53 @@ fn header_table() {
 }
 
 #[test]
-fn wait_hint_prefers_retry_after_then_the_longest_exhausted_window() {
-    let exhausted = |secs| win(Some(10), Some(0), Some(s(secs)));
+fn wait_hint_is_retry_after_else_the_time_for_the_next_unit_never_a_reset() {
+    let hints = |requests, tokens| Hints {
+        requests,
+        tokens,
+        ..Hints::default()
+    };
+    // 600 per minute enforced with a burst of 20: drained, full 2 s later; the next
+    // request is a tenth of a second away, not 2 s and not 2 s / 600.
+    let burst = win(Some(600), Some(0), Some(s(2)));
+    assert_eq!(burst.unit_interval(), Some(ms(100)));
+    assert_eq!(hints(burst, RateWindow::NONE).wait_hint(0), Some(ms(100)));
+    // 60 per minute, drained: one a second (the reset is the time to full, 59.558 s).
+    let minute = win(Some(60), Some(0), Some(Duration::from_millis(59_558)));
+    assert_eq!(hints(minute, RateWindow::NONE).wait_hint(0), Some(s(1)));
+    // A per-day limit, drained, full in a day: its reset, not a minute, sets the pace.
+    let daily = win(Some(1_440), Some(0), Some(s(86_400)));
+    assert_eq!(daily.unit_interval(), Some(s(60)));
+    // Tokens: 40 000 per minute, 100 left, a call of 500 waits for 400 more.
+    let tokens = win(Some(40_000), Some(100), Some(s(10)));
+    assert_eq!(
+        hints(RateWindow::NONE, tokens).wait_hint(500),
+        Some(ms(600))
+    );
+    assert_eq!(hints(RateWindow::NONE, tokens).wait_hint(100), None);
+    // The longer of the two windows.
+    assert_eq!(hints(burst, tokens).wait_hint(500), Some(ms(600)));
+    // The server's own wait wins; a zero one asks for nothing and the windows tell.
+    let told = |wait| Hints {
+        retry_after: Some(wait),
+        ..hints(minute, RateWindow::NONE)
+    };
+    assert_eq!(told(ms(559)).wait_hint(0), Some(ms(559)));
+    assert_eq!(told(Duration::ZERO).wait_hint(0), Some(s(1)));
+    let zero = Hints {
+        retry_after: Some(Duration::ZERO),
+        ..Hints::default()
+    };
+    assert_eq!(zero.wait_hint(0), None);
+    // A window with room, or one without a limit, gives no wait: a reset alone is a
+    // time to full, never a wait.
     let open = win(Some(10), Some(3), Some(s(99)));
-    let h = Hints {
-        requests: exhausted(5),
-        tokens: exhausted(8),
-        ..Hints::default()
-    };
-    assert_eq!(h.wait_hint(), Some(s(8)));
-    let h = Hints {
-        requests: exhausted(5),
-        tokens: open,
-        ..Hints::default()
-    };
-    assert_eq!(h.wait_hint(), Some(s(5)));
-    let h = Hints {
-        requests: open,
-        tokens: open,
-        ..Hints::default()
-    };
-    assert_eq!(h.wait_hint(), None);
-    let h = Hints {
-        retry_after: Some(s(1)),
-        requests: exhausted(5),
-        ..Hints::default()
-    };
-    assert_eq!(h.wait_hint(), Some(s(1)));
-    let h = Hints {
-        requests: win(None, Some(0), None),
-        ..Hints::default()
-    };
-    assert_eq!(h.wait_hint(), None);
-    assert_eq!(Hints::default().wait_hint(), None);
+    assert_eq!(hints(open, open).wait_hint(1), None);
+    assert_eq!(
+        hints(win(None, Some(0), Some(s(5))), RateWindow::NONE).wait_hint(0),
+        None
+    );
+    assert_eq!(Hints::default().wait_hint(0), None);
 }
 
 #[test]
@@ -805,7 +827,7 @@ proptest! {
         now in any::<u64>(),
     ) {
         let h = Hints::from_headers(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())), now);
-        for d in [h.retry_after, h.requests.reset, h.tokens.reset, h.wait_hint()].into_iter().flatten() {
+        for d in [h.retry_after, h.requests.reset, h.tokens.reset, h.wait_hint(0)].into_iter().flatten() {
             prop_assert!(d <= MAX_HINT);
         }
     }

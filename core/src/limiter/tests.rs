@@ -53,7 +53,6 @@ fn default_limiter_admits_everything() {
         assert_eq!(limiter.acquire(Timestamp::ZERO, u64::MAX), Admit::Go);
     }
     assert_eq!(limiter.in_flight(), 10_000);
-    assert_eq!(limiter.blocked_until(), None);
 }
 
 #[test]
@@ -117,14 +116,17 @@ fn a_repeated_denial_is_remembered_until_an_input_changes_the_state() {
     assert!(at_20 > at, "{at_20:?} for 20 tokens, {at:?} for 10");
     assert_exact(&limiter, at_20, 20);
     assert_eq!(limiter.acquire(nanos(2), 10), first);
-    // A hint that blocks for longer moves the instant; the remembered one is gone.
-    let hints = Hints {
-        requests: window(0, Some(Duration::from_secs(5))),
-        ..Hints::default()
+    // A reservation moves the instant; the remembered one is gone.
+    let reserved = limiter.reserve(nanos(3), at, 10).unwrap();
+    assert_eq!(reserved, at);
+    let Admit::NotBefore(blocked) = limiter.acquire(nanos(4), 10) else {
+        panic!("behind the reservation");
     };
-    limiter.on_hints(nanos(3), &hints);
-    let blocked = nanos(3) + Duration::from_secs(5);
-    assert_eq!(limiter.acquire(nanos(4), 10), Admit::NotBefore(blocked));
+    assert!(
+        blocked > at,
+        "{blocked:?} after the slot reserved at {at:?}"
+    );
+    assert_exact(&limiter, blocked, 10);
     // So does a finish reporting more tokens than estimated.
     limiter.on_finish(nanos(5), 10, Some(900));
     let Admit::NotBefore(later) = limiter.acquire(nanos(6), 10) else {
@@ -170,33 +172,56 @@ fn busy_takes_precedence_over_a_rate_instant() {
 }
 
 #[test]
-fn server_block_holds_until_exactly_now_plus_reset() {
+fn a_reset_is_a_time_to_full_and_never_blocks() {
+    // Drained, full in 59.558 s: nothing here waits for that; without a local limit the
+    // limiter admits (the key's ServerLimits paces to the server's rate).
     let mut limiter = Limiter::new(&LimiterConfig::default());
-    limiter.on_hints(secs(10), &token_hint(0, Some(Duration::from_secs(2))));
-    assert_eq!(limiter.blocked_until(), Some(secs(12)));
-    assert_eq!(limiter.acquire(secs(10), 0), Admit::NotBefore(secs(12)));
-    assert_exact(&limiter, secs(12), 1);
-    assert_eq!(
-        limiter.acquire(secs(12) - NS, 1),
-        Admit::NotBefore(secs(12))
+    limiter.on_hints(
+        secs(10),
+        &token_hint(0, Some(Duration::from_millis(59_558))),
     );
-    assert_eq!(limiter.acquire(secs(12), 1), Admit::Go);
-    assert_eq!(limiter.blocked_until(), None);
-
-    // A request window blocks just the same, and a shorter later block does not
-    // shorten it.
-    let mut limiter = Limiter::new(&config(Some(1000), None, 0.1));
+    assert_eq!(limiter.acquire(secs(10), 1), Admit::Go);
+    // With a local limit, a drained window empties the local bucket now and it refills
+    // at its own rate: one request a second, not one in a minute.
+    let mut limiter = Limiter::new(&config(Some(60), None, 0.0));
     let hints = Hints {
-        requests: window(0, Some(Duration::from_millis(2500))),
+        requests: window(0, Some(Duration::from_millis(59_558))),
         ..Hints::default()
     };
-    limiter.on_hints(secs(1), &hints);
-    limiter.on_hints(secs(2), &token_hint(0, Some(Duration::from_millis(1))));
+    limiter.on_hints(secs(7), &hints);
+    assert_eq!(limiter.acquire(secs(7), 0), Admit::NotBefore(secs(8)));
+}
+
+#[test]
+fn reserved_slots_are_handed_out_in_order_and_nobody_overtakes_them() {
+    // 60 a minute, no burst: one a second.
+    let mut limiter = Limiter::new(&config(Some(60), None, 0.0));
+    assert_eq!(limiter.acquire(secs(0), 0), Admit::Go);
+    let Admit::NotBefore(first) = limiter.check(secs(0), 0) else {
+        panic!("expected a wait")
+    };
+    assert_eq!(first, secs(1));
+    let slots: Vec<Timestamp> = (0..4)
+        .map(|_| limiter.reserve(secs(0), first, 0).unwrap())
+        .collect();
+    assert_eq!(slots, [secs(1), secs(2), secs(3), secs(4)]);
+    assert_eq!(limiter.in_flight(), 5);
+    // A call asking at 2.5 s comes after the last reservation, though the rate alone
+    // would admit it at 5 s anyway, and one asking at 4 s likewise.
     assert_eq!(
-        limiter.acquire(secs(2), 0),
-        Admit::NotBefore(nanos(3_500_000_000))
+        limiter.check(nanos(2_500_000_000), 0),
+        Admit::NotBefore(secs(5))
     );
-    assert_exact(&limiter, nanos(3_500_000_000), 0);
+    assert_eq!(limiter.acquire(secs(4), 0), Admit::NotBefore(secs(5)));
+    assert_eq!(limiter.acquire(secs(5), 0), Admit::Go);
+    // Nothing is reserved for a call that can never go, or while every slot is taken.
+    let mut busy = Limiter::new(&LimiterConfig {
+        max_in_flight: Some(1),
+        ..config(Some(60), Some(100), 0.0)
+    });
+    assert_eq!(busy.reserve(secs(0), secs(1), 101), None);
+    assert_eq!(busy.reserve(secs(0), secs(1), 1), Some(secs(1)));
+    assert_eq!(busy.reserve(secs(0), secs(2), 1), None);
 }
 
 #[test]
@@ -229,16 +254,6 @@ fn remaining_tightens_but_never_loosens() {
 
     assert_eq!(limiter.acquire(secs(0), 10), Admit::Go);
     assert_eq!(limiter.acquire(secs(0), 1), Admit::NotBefore(refill));
-
-    // `remaining == 0` without a reset empties the bucket now; it refills as usual.
-    let mut limiter = Limiter::new(&config(Some(60), None, 0.0));
-    let hints = Hints {
-        requests: window(0, None),
-        ..Hints::default()
-    };
-    limiter.on_hints(secs(7), &hints);
-    assert_eq!(limiter.blocked_until(), None);
-    assert_eq!(limiter.acquire(secs(7), 0), Admit::NotBefore(secs(8)));
 }
 
 #[test]
@@ -495,6 +510,8 @@ enum Op {
     Acquire(u64),
     /// Acquire; on `NotBefore(at)`, move the clock to `at` and acquire again there.
     AcquireWaiting(u64),
+    /// Check; on `NotBefore(at)`, reserve the slot (the admission is at the slot).
+    Reserve(u64),
     /// Finish the in-flight call at this index (mod the count); the actual usage is
     /// the estimate times this many thousandths (`None`: not reported).
     Finish(usize, Option<u64>),
@@ -512,6 +529,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..=300).prop_map(Op::Back),
         8 => prop_oneof![0u64..=20, 0u64..=120, 0u64..=400].prop_map(Op::Acquire),
         4 => prop_oneof![0u64..=20, 0u64..=120].prop_map(Op::AcquireWaiting),
+        3 => prop_oneof![0u64..=20, 0u64..=120].prop_map(Op::Reserve),
         4 => (any::<usize>(), proptest::option::weighted(0.8, 0u64..=2000))
             .prop_map(|(i, a)| Op::Finish(i, a)),
         1 => (any::<bool>(), 0u64..=40, proptest::option::of(0u64..=500)).prop_map(
@@ -616,7 +634,10 @@ fn run(cfg: &LimiterConfig, ops: &[Op]) -> Trace {
                         });
                     }
                     Admit::NotBefore(at) => {
-                        assert!(at.as_nanos() > latest, "{at} is not after {latest}");
+                        assert!(
+                            at.as_nanos() > now.as_nanos().max(latest),
+                            "{at} is not after {latest}"
+                        );
                         assert_exact(&limiter, at, tokens);
                         assert_eq!(limiter.clone().acquire(at, tokens), Admit::Go);
                     }
@@ -627,6 +648,30 @@ fn run(cfg: &LimiterConfig, ops: &[Op]) -> Trace {
                 }
                 assert_eq!(limiter.in_flight() as usize, in_flight.len());
                 trace.answers.push(admit);
+            }
+            Op::Reserve(tokens) => {
+                let Admit::NotBefore(at) = limiter.check(now, tokens) else {
+                    continue;
+                };
+                latest = latest.max(clock);
+                let Some(slot) = limiter.reserve(now, at, tokens) else {
+                    continue;
+                };
+                assert!(slot >= at, "reserved {slot} before the first instant {at}");
+                // Nobody overtakes a reserved slot.
+                let after = limiter.check(now, tokens);
+                assert!(
+                    !matches!(after, Admit::Go) && after.not_before().is_none_or(|t| t >= slot),
+                    "{after:?} overtakes the slot at {slot}"
+                );
+                in_flight.push(trace.admissions.len());
+                trace.admissions.push(Admission {
+                    seq,
+                    at: slot.as_nanos(),
+                    estimate: tokens,
+                    charge: tokens,
+                });
+                assert_eq!(limiter.in_flight() as usize, in_flight.len());
             }
             Op::Finish(pick, permille) => {
                 if in_flight.is_empty() {

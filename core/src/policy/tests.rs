@@ -60,6 +60,16 @@ mod serde_tests {
     }
 
     #[test]
+    fn the_readme_shows_the_default_policy_as_it_is() {
+        let readme = include_str!("../../../README.md");
+        let block = alloc::format!("```toml\n{DEFAULT_TOML}```");
+        assert!(
+            readme.contains(&block),
+            "README.md's default policy block differs from core/src/policy/default.toml"
+        );
+    }
+
+    #[test]
     fn every_preset_round_trips() {
         for preset in Preset::ALL {
             let p = Policy::from(preset);

@@ -243,14 +243,15 @@ fn select_fails_over_without_waiting() {
         p.select(ms(0), |_| true),
         Selection::Picked(Target::new(0, 0))
     );
-    // Breaker of endpoint 0 open: straight to endpoint 1.
+    // Endpoint 0 refused (both its keys are offered: one may be rate-limited where the
+    // other is not): on to endpoint 1 without waiting.
     let mut asked = Vec::new();
     let s = p.select(ms(0), |e| {
-        asked.push(e.endpoint.0);
+        asked.push((e.endpoint.0, e.key.0));
         e.endpoint.0 != 0
     });
     assert_eq!(s, Selection::Picked(Target::new(1, 0)));
-    assert_eq!(asked, vec![0, 1]);
+    assert_eq!(asked, vec![(0, 1), (0, 0), (1, 0)]);
     // Endpoint 0 cooling, endpoint 1 disabled.
     p.on_throttled(ms(0), Target::new(0, 0), ms(700)).unwrap();
     p.on_throttled(ms(0), Target::new(0, 1), ms(400)).unwrap();

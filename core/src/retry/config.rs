@@ -19,10 +19,11 @@ use crate::error::ConfigError;
 /// | `connect_timeout` | 10 s | |
 /// | `first_event_timeout` | none | for streams (see the `streaming` preset) |
 /// | `max_retry_after` | 60 s | a longer server hint ends the call at once so the caller can fail over |
-/// | `hint_jitter` | 0.1 | a hinted wait grows by up to 10 % so clients told the same instant spread out |
+/// | `hint_jitter` | 0.05 | a hinted wait grows by up to 5 % so clients told the same instant spread out, and a run of hinted waits takes 2.5 % longer than asked on average |
 /// | `hint_jitter_max` | 1 s | but by no more than this |
 /// | `idempotent` | true | every attempt carries the call's `Idempotency-Key`, so a failure after sending may be retried |
 /// | `hold` | false | with every breaker open or the retry budget spent, give up at once (interactive callers fall back) |
+/// | `max_hold` | 30 s | a holding call stops waiting for an endpoint that has failed this long without a success (a dead provider ends a batch promptly) |
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
@@ -61,6 +62,12 @@ pub struct RetryConfig {
     /// With nothing available — every breaker open, the retry budget spent — wait for
     /// the first to come back (within the deadline) instead of giving up at once.
     pub hold: bool,
+    /// How long a holding call waits for an endpoint that keeps failing: once the
+    /// endpoint's first failure since its last success is this old, the call no longer
+    /// holds for its breaker or budget and gives up instead (`BreakerOpen`,
+    /// `BudgetExhausted`).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub max_hold: Duration,
 }
 
 impl Default for RetryConfig {
@@ -72,10 +79,11 @@ impl Default for RetryConfig {
             connect_timeout: Duration::from_secs(10),
             first_event_timeout: None,
             max_retry_after: Duration::from_secs(60),
-            hint_jitter: 0.1,
+            hint_jitter: 0.05,
             hint_jitter_max: Duration::from_secs(1),
             idempotent: true,
             hold: false,
+            max_hold: Duration::from_secs(30),
         }
     }
 }
@@ -87,6 +95,7 @@ impl RetryConfig {
         nonzero(self.deadline == Some(Duration::ZERO), "retry.deadline")?;
         nonzero(self.attempt_timeout.is_zero(), "retry.attempt_timeout")?;
         nonzero(self.connect_timeout.is_zero(), "retry.connect_timeout")?;
+        nonzero(self.max_hold.is_zero(), "retry.max_hold")?;
         nonzero(
             self.first_event_timeout == Some(Duration::ZERO),
             "retry.first_event_timeout",

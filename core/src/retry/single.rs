@@ -30,6 +30,8 @@ impl<R: Rng> SingleEndpoint<R> {
     }
 }
 
+impl<R> super::GateSeal for SingleEndpoint<R> {}
+
 impl<R: Rng> Gate for SingleEndpoint<R> {
     type Rng = R;
 
@@ -49,15 +51,19 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
         if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
             return Admit::NotBefore(avoid.until, avoid.cause);
         }
-        if query.attempt > 1 && !self.budget.try_withdraw(now) {
+        if query.charges_budget(target.endpoint) && !self.budget.try_withdraw(now) {
             return Admit::Refuse(GiveUpReason::BudgetExhausted);
         }
-        Admit::Go(Grant {
-            target,
-            probe: false,
-            tokens: query.tokens,
-        })
+        Admit::Go(Grant::plain(target, query.tokens))
     }
+
+    /// It never reserves a slot, so every grant it made goes as it is.
+    fn confirm(&mut self, _now: Timestamp, grant: &Grant) -> Option<Grant> {
+        Some(*grant)
+    }
+
+    /// Its grants hold nothing to give back.
+    fn release(&mut self, _now: Timestamp, _grant: &Grant) {}
 
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
         match report.verdict {

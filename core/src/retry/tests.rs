@@ -110,13 +110,52 @@ fn retry_after_is_honoured_exactly_and_never_early() {
     let a1 = expect_send(c.poll_decision(at(0), &mut g));
     c.on_outcome(at(50), a1.id, throttled(429, Duration::from_secs(2)))
         .unwrap();
-    // max(backoff 500 ms, hint 2 s) = 2 s from the response.
+    // The hint, 2 s from the response.
     assert_eq!(c.poll_decision(at(50), &mut g), Decision::Wait(at(2_050)));
     assert_eq!(
         c.poll_decision(at(2_049), &mut g),
         Decision::Wait(at(2_050))
     );
     expect_send(c.poll_decision(at(2_050), &mut g));
+}
+
+#[test]
+fn a_short_hint_shortens_the_wait_below_the_backoff() {
+    let mut p = exact_policy();
+    p.backoff.base = Duration::from_secs(5);
+    let mut g = gate(&p, 2);
+    let mut c = call(&p, at(0));
+    let a1 = expect_send(c.poll_decision(at(0), &mut g));
+    c.on_outcome(at(10), a1.id, throttled(429, ms(300)))
+        .unwrap();
+    assert_eq!(c.poll_decision(at(10), &mut g), Decision::Wait(at(310)));
+    let a2 = expect_send(c.poll_decision(at(310), &mut g));
+    // Without a hint the backoff applies; a zero hint asks for nothing.
+    c.on_outcome(at(320), a2.id, throttled(503, Duration::ZERO))
+        .unwrap();
+    assert_eq!(c.poll_decision(at(320), &mut g), Decision::Wait(at(10_320)));
+}
+
+#[test]
+fn a_hint_of_exactly_max_retry_after_waits_and_one_nanosecond_more_gives_up() {
+    let p = exact_policy();
+    let max = p.retry.max_retry_after;
+    let mut g = gate(&p, 2);
+    let mut c = call(&p, at(0));
+    let a1 = expect_send(c.poll_decision(at(0), &mut g));
+    c.on_outcome(at(0), a1.id, throttled(429, max)).unwrap();
+    assert_eq!(
+        c.poll_decision(at(0), &mut g),
+        Decision::Wait(Timestamp::ZERO + max)
+    );
+    let mut c = call(&p, at(0));
+    let a1 = expect_send(c.poll_decision(at(0), &mut g));
+    let longer = max + Duration::from_nanos(1);
+    c.on_outcome(at(0), a1.id, throttled(429, longer)).unwrap();
+    assert_eq!(
+        reason(expect_done(c.poll_decision(at(0), &mut g))),
+        GiveUpReason::HintTooLong { hint: longer }
+    );
 }
 
 #[test]
@@ -465,7 +504,7 @@ fn drive(policy: &Policy, seed: u64, script: &[(Answer, u64)], early_polls: bool
                             crate::classify::Verdict::Failure(f) if f.scope == Scope::Request
                         );
                         hinted_from = match o {
-                            Outcome::Response(r) => r.hints.wait_hint().map(|h| now + h),
+                            Outcome::Response(r) => r.hints.wait_hint(0).map(|h| now + h),
                             _ => None,
                         };
                     }

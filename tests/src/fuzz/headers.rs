@@ -119,7 +119,7 @@ pub fn ratelimit_headers(data: &[u8]) {
         h.retry_after,
         h.requests.reset,
         h.tokens.reset,
-        h.wait_hint(),
+        h.wait_hint(0),
     ];
     for w in waits.into_iter().flatten() {
         assert!(w <= MAX_HINT, "{w:?} from {list:?}");

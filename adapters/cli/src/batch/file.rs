@@ -9,6 +9,7 @@
 //! max_attempts = 6
 //!
 //! [[endpoint]]
+//! name = "primary"            # optional: shown in progress and summary [default: provider]
 //! priority = 0                # lower is preferred; equal priorities share the load
 //! provider = "openai"         # or "anthropic"
 //! base_url = "https://api.openai.com"
@@ -44,6 +45,9 @@ pub fn default_policy() -> Policy {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointEntry {
+    /// The name progress lines and the summary show [default: the provider's name].
+    #[serde(default)]
+    pub name: Option<String>,
     /// Lower is preferred.
     #[serde(default)]
     pub priority: u8,
@@ -236,6 +240,7 @@ mod tests {
 
     const FILE: &str = "[retry]\nmax_attempts = 3\n\n[[endpoint]]\nbase_url = \"http://a\"\n\
                         keys_env = [\"K1\", \"K2\"]\nrpm = 10\n\n[[endpoint]]\npriority = 1\n\
+                        name = \"backup\"\n\
                         provider = \"anthropic\"\nbase_url = \"http://b\"\nkeys_env = [\"K3\"]\n\
                         model = \"m\"\n\n[breaker]\nenabled = false\n";
 
@@ -249,6 +254,8 @@ mod tests {
         assert_eq!(f.endpoints.len(), 2);
         assert_eq!(f.endpoints[1].provider, Provider::Anthropic);
         assert_eq!(f.endpoints[0].rpm, Some(10));
+        assert_eq!(f.endpoints[0].name, None);
+        assert_eq!(f.endpoints[1].name.as_deref(), Some("backup"));
         let env = |v: &str| (v != "K3").then(|| ApiKey::new(format!("secret-{v}")));
         let d = f.endpoints[0].resolve(1, &f.policy, &env).unwrap();
         assert_eq!(d.keys.len(), 2);

@@ -16,6 +16,7 @@ pub mod file;
 pub mod progress;
 mod reader;
 pub mod record;
+pub mod status;
 pub mod store;
 pub mod summary;
 
@@ -28,6 +29,21 @@ use steadfast_http::EndpointDef;
 
 pub use run::run;
 
+/// The exit statuses of `steadfast batch`.
+pub mod exit {
+    /// Every input line was a request and ended (succeeded or failed).
+    pub const OK: u8 = 0;
+    /// Writing failed mid-run; what was written stays valid (rerun to resume).
+    pub const IO: u8 = 1;
+    /// Bad arguments, configuration or files, found before any work.
+    pub const SETUP: u8 = 2;
+    /// The run ended, but some input lines were not requests: each has a `bad_input`
+    /// output line (and a dead letter); the good lines ran.
+    pub const BAD_INPUT: u8 = 3;
+    /// Interrupted by a signal (rerun the same command to finish).
+    pub const INTERRUPTED: u8 = 130;
+}
+
 /// Everything a batch needs, resolved from the flags and the config file.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -39,6 +55,8 @@ pub struct Options {
     pub policy: Policy,
     /// The endpoints (at least one).
     pub endpoints: Vec<EndpointDef>,
+    /// The endpoints' names for people, by index (see [`endpoint_names`]).
+    pub names: Vec<String>,
     /// Lines in flight at once (at least 1).
     pub concurrency: usize,
     /// The client's RNG seed (jitter); from the OS when `None`.
@@ -47,12 +65,31 @@ pub struct Options {
     pub progress: progress::Mode,
 }
 
+/// Names for the endpoints: each its own `name`, else its provider's; a name two
+/// endpoints share gets its 1-based index (`openai#2`).
+pub fn endpoint_names(named: &[(Option<String>, steadfast_http::Provider)]) -> Vec<String> {
+    let base: Vec<String> = named
+        .iter()
+        .map(|(n, p)| n.clone().unwrap_or_else(|| p.name().to_owned()))
+        .collect();
+    base.iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if base.iter().filter(|m| *m == n).count() > 1 {
+                format!("{n}#{}", i + 1)
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
 /// Why a batch could not run, or stopped.
 #[derive(Debug)]
 pub enum RunError {
-    /// Bad arguments, configuration or files found before any work (exit code 2).
+    /// Bad arguments, configuration or files found before any work ([`exit::SETUP`]).
     Setup(String),
-    /// Writing failed mid-run (exit code 1); what was written stays valid.
+    /// Writing failed mid-run ([`exit::IO`]); what was written stays valid.
     Io(String),
 }
 
@@ -65,3 +102,33 @@ impl std::fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
+
+impl RunError {
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Setup(_) => exit::SETUP,
+            RunError::Io(_) => exit::IO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steadfast_http::Provider;
+
+    #[test]
+    fn names_come_from_the_config_else_the_provider_and_never_repeat() {
+        let named = [
+            (None, Provider::OpenAi),
+            (Some("primary".to_owned()), Provider::OpenAi),
+            (None, Provider::Anthropic),
+            (None, Provider::OpenAi),
+        ];
+        assert_eq!(
+            endpoint_names(&named),
+            ["openai#1", "primary", "anthropic", "openai#4"]
+        );
+    }
+}

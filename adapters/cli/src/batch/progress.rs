@@ -1,6 +1,7 @@
 //! Progress on stderr: a bar on a terminal, a plain line every few seconds otherwise.
 //! Notes (bad input lines, repairs) go through the same [`Reporter`] so they do not
-//! tear the bar.
+//! tear the bar. While an endpoint is failing, the line says what held lines wait for
+//! (`openai: failing for 23s, breaker open, next probe in 4s`).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use steadfast_reqwest::MetricsSnapshot;
+
+use super::status::EndpointStatus;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,11 +87,20 @@ impl std::fmt::Debug for Display {
     }
 }
 
-/// The reporter and the display for `mode`. `metrics` reads the client's counters.
+/// What the display reads from the client on each tick.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// The client's counters.
+    pub metrics: MetricsSnapshot,
+    /// Every endpoint's state.
+    pub endpoints: Vec<EndpointStatus>,
+}
+
+/// The reporter and the display for `mode`. `read` reads the client.
 pub fn start(
     mode: Mode,
     counters: Arc<Counters>,
-    metrics: impl Fn() -> MetricsSnapshot + Send + 'static,
+    read: impl Fn() -> Reading + Send + 'static,
 ) -> (Reporter, Display) {
     let (bar, every) = match mode {
         Mode::Quiet => (None, None),
@@ -127,7 +139,7 @@ pub fn start(
         .name("steadfast-progress".into())
         .spawn(move || {
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                let line = status(&counters, &metrics(), started.elapsed());
+                let line = status(&counters, &read(), started.elapsed());
                 match &tick_bar {
                     Some(bar) => {
                         let c = &counters;
@@ -164,7 +176,7 @@ struct Line {
     message: String,
 }
 
-fn status(c: &Counters, m: &MetricsSnapshot, elapsed: Duration) -> Line {
+fn status(c: &Counters, r: &Reading, elapsed: Duration) -> Line {
     let ok = c.ok.load(Ordering::Relaxed);
     let failed = c.failed.load(Ordering::Relaxed);
     let total = c.total.load(Ordering::Relaxed);
@@ -176,13 +188,18 @@ fn status(c: &Counters, m: &MetricsSnapshot, elapsed: Duration) -> Line {
     } else {
         "?".to_owned()
     };
+    let mut message = format!(
+        "ok {ok}, failed {failed}, retries {}, {rate:.1}/s, ETA {eta}",
+        r.metrics.retries
+    );
+    for e in r.endpoints.iter().filter(|e| e.is_troubled()) {
+        message.push_str("; ");
+        message.push_str(&e.to_string());
+    }
     Line {
         done,
         total,
-        message: format!(
-            "ok {ok}, failed {failed}, retries {}, {rate:.1}/s, ETA {eta}",
-            m.retries
-        ),
+        message,
     }
 }
 
@@ -196,5 +213,38 @@ impl Display {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::status::BreakerView;
+
+    #[test]
+    fn the_line_names_what_held_lines_wait_for() {
+        let c = Counters::default();
+        c.total.store(60, Ordering::Relaxed);
+        c.failed.store(3, Ordering::Relaxed);
+        let endpoint = |name: &str, failing: Option<u64>| EndpointStatus {
+            name: name.to_owned(),
+            failing_for: failing.map(Duration::from_secs),
+            breaker: BreakerView::Open {
+                probe_in: Duration::from_millis(3_500),
+            },
+        };
+        let mut healthy = endpoint("anthropic", None);
+        healthy.breaker = BreakerView::Closed;
+        let r = Reading {
+            metrics: MetricsSnapshot::default(),
+            endpoints: vec![endpoint("openai", Some(23)), healthy],
+        };
+        let line = status(&c, &r, Duration::from_secs(10));
+        assert_eq!((line.done, line.total), (3, 60));
+        assert_eq!(
+            line.message,
+            "ok 0, failed 3, retries 0, 0.3/s, ETA 190s; \
+             openai: failing for 23s, breaker open, next probe in 4s"
+        );
     }
 }

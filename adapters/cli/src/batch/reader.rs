@@ -1,5 +1,10 @@
 //! The input side of a batch: reads lines, skips what an earlier run finished, reports
 //! bad lines and turns them into `bad_input` results.
+//!
+//! Every non-blank line that is not a request gets a result: one whose id no earlier
+//! line used is known by that id; one with no readable id, or with an id an earlier
+//! line used, by its line number (`"id": null, "line": N`), so that the output still
+//! holds exactly one line per input line and a rerun recognises it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -11,8 +16,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::progress::{Counters, Reporter};
-use super::record::{Encoded, Ending, ErrorInfo, Finished, dead_letter_line};
-use crate::input::{InputLine, parse_line};
+use super::record::{BadLine, Encoded, Ending, ErrorInfo, Finished, Key, dead_letter_line};
+use crate::input::{InputLine, LineError, parse_line, raw_request, raw_text};
 
 /// What the writer receives.
 pub(super) enum Msg {
@@ -35,16 +40,23 @@ pub(super) enum Next {
 /// What the reader counted.
 #[derive(Debug, Default)]
 pub(super) struct Read {
+    /// Bad lines with no readable id.
     pub no_id: u64,
+    /// Lines whose id an earlier line used.
     pub duplicates: u64,
+    /// Lines an earlier run finished.
     pub skipped: u64,
+    /// Lines that are not requests (bad or repeated), this run's and earlier runs'.
+    pub bad: u64,
 }
 
 pub(super) struct Reader {
     pub name: String,
     pub input: BufReader<File>,
     pub finished: HashMap<String, bool>,
+    pub finished_lines: HashSet<u64>,
     pub dead_missing: HashMap<String, ErrorInfo>,
+    pub dead_missing_lines: HashMap<u64, ErrorInfo>,
     pub seen: HashSet<String>,
     pub reporter: Reporter,
     pub counters: Arc<Counters>,
@@ -73,72 +85,103 @@ impl Reader {
     }
 
     fn skip(&mut self) {
+        self.read.skipped += 1;
         self.counters.skipped.fetch_add(1, Ordering::Relaxed);
     }
 
     fn line(&mut self, bytes: &[u8]) -> Option<Next> {
         let line_no = self.line_no;
         let parsed = parse_line(line_no, bytes);
-        let id: &str = match &parsed {
-            Ok(l) => &l.id,
+        let id = match &parsed {
+            Ok(l) => Some(l.id.as_str()),
             Err(e) if e.is_blank() => return None,
-            Err(e) => match &e.id {
-                Some(id) => id,
-                None => {
-                    self.reporter.note(&format!("{}:{e}", self.name));
-                    self.read.no_id += 1;
-                    self.skip();
-                    return None;
-                }
-            },
+            Err(e) => e.id.as_deref(),
         };
-        if self.seen.contains(id) {
-            self.reporter.note(&format!(
-                "{}:{line_no}: id {id:?} was used by an earlier line; this line is skipped",
-                self.name
-            ));
-            self.read.duplicates += 1;
+        let problem = match (id, &parsed) {
+            (Some(id), _) if self.seen.contains(id) => {
+                self.read.duplicates += 1;
+                format!(
+                    "{}:{line_no}: id {id:?} was used by an earlier line; this line is not run",
+                    self.name
+                )
+            }
+            (Some(id), _) => {
+                self.seen.insert(id.to_owned());
+                return self.keyed(parsed, bytes);
+            }
+            (None, Err(e)) => {
+                self.read.no_id += 1;
+                format!("{}:{e}", self.name)
+            }
+            // A good line always has an id.
+            (None, Ok(_)) => return None,
+        };
+        self.read.bad += 1;
+        if self.finished_lines.contains(&line_no) {
             self.skip();
-            return None;
+            let e = self.dead_missing_lines.remove(&line_no)?;
+            return Some(self.bad_dead_letter(&Key::Line(line_no), bytes, &e));
         }
-        self.seen.insert(id.to_owned());
+        Some(self.bad(Key::Line(line_no), problem, bytes))
+    }
+
+    /// A line with an id no earlier line used: run it, or write it as bad input, unless
+    /// an earlier run finished it.
+    fn keyed(&mut self, parsed: Result<InputLine, LineError>, bytes: &[u8]) -> Option<Next> {
+        self.read.bad += u64::from(parsed.is_err());
+        let id = match &parsed {
+            Ok(l) => &l.id,
+            Err(e) => e.id.as_ref()?,
+        };
         if self.finished.contains_key(id) {
-            self.read.skipped += 1;
             self.skip();
             let e = self.dead_missing.remove(id)?;
-            let request = match &parsed {
-                Ok(l) => Some(Value::Object(l.request.clone())),
-                Err(_) => raw_request(bytes),
-            };
-            let mut buf = Vec::new();
-            dead_letter_line(&mut buf, id, request.as_ref(), &e);
-            return Some(Next::Msg(Msg::DeadOnly(buf)));
+            let key = Key::Id(id.clone());
+            return Some(match &parsed {
+                Ok(l) => {
+                    let mut buf = Vec::new();
+                    let request = Value::Object(l.request.clone());
+                    dead_letter_line(&mut buf, &key, Some(&request), &e, None);
+                    Next::Msg(Msg::DeadOnly(buf))
+                }
+                Err(_) => self.bad_dead_letter(&key, bytes, &e),
+            });
         }
         match parsed {
             Ok(line) => Some(Next::Line(line)),
             Err(e) => {
-                self.reporter.note(&format!("{}:{e}", self.name));
+                let key = Key::Id(e.id.clone().unwrap_or_default());
                 let message = format!("{}:{e}", self.name);
-                let f = Finished {
-                    id: e.id.unwrap_or_default(),
-                    ending: Ending::Failed(ErrorInfo::bad_input(message)),
-                    attempts: 0,
-                    request: if self.keep_request {
-                        raw_request(bytes)
-                    } else {
-                        None
-                    },
-                };
-                Some(Next::Msg(Msg::Line(f.encode(self.keep_request), None)))
+                Some(self.bad(key, message, bytes))
             }
         }
     }
-}
 
-/// The `"request"` of a line that is JSON but not a valid request, as it is.
-fn raw_request(bytes: &[u8]) -> Option<Value> {
-    match serde_json::from_slice::<Value>(bytes.trim_ascii()) {
-        Ok(Value::Object(mut m)) => m.remove("request"),
-        _ => None,
+    /// The result of a line that is not a request, for the writer; named on stderr.
+    fn bad(&self, key: Key, message: String, bytes: &[u8]) -> Next {
+        self.reporter.note(&message);
+        let keep = self.keep_request;
+        let f = Finished {
+            key,
+            ending: Ending::Failed(ErrorInfo::bad_input(message)),
+            attempts: 0,
+            request: if keep { raw_request(bytes) } else { None },
+            bad: Some(BadLine {
+                line: self.line_no,
+                raw: keep.then(|| raw_text(bytes)),
+            }),
+        };
+        Next::Msg(Msg::Line(f.encode(keep), None))
+    }
+
+    /// The dead letter of a bad line an earlier run wrote, which the file lacks.
+    fn bad_dead_letter(&self, key: &Key, bytes: &[u8], e: &ErrorInfo) -> Next {
+        let input = BadLine {
+            line: self.line_no,
+            raw: Some(raw_text(bytes)),
+        };
+        let mut buf = Vec::new();
+        dead_letter_line(&mut buf, key, raw_request(bytes).as_ref(), e, Some(&input));
+        Next::Msg(Msg::DeadOnly(buf))
     }
 }

@@ -4,9 +4,17 @@
 //! output:      {"id":"a","ok":true,"response":{...},"attempts":1}
 //!              {"id":"b","ok":false,"error":{"class":"rate_limited","scope":"throttle",
 //!                "status":429,"message":"...","reason":"hint_too_long"},"attempts":1}
+//!              {"id":"c","line":5,"ok":false,"error":{"class":"bad_input",...},"attempts":0}
+//!              {"id":null,"line":3,"ok":false,"error":{"class":"bad_input",...},"attempts":0}
 //! journal:     {"id":"a","ok":true}
+//!              {"id":null,"line":3,"ok":false}
 //! dead letter: {"id":"b","request":{...},"error":{...}}
+//!              {"id":null,"request":null,"error":{...},"line":3,"raw":"<the line>"}
 //! ```
+//!
+//! Every non-blank input line gets exactly one output line, known by its [`Key`]: its
+//! id, or, for a bad line with no id of its own (none could be read, or an earlier
+//! line already used it), `"id": null` and its line number.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -132,6 +140,63 @@ fn scope_of_reason(r: &GiveUpReason) -> &'static str {
     }
 }
 
+/// What a result is known by in the output, the journal and the dead-letter file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// The line's id: every request, and every bad line whose id no earlier line used.
+    Id(String),
+    /// The line number of a bad line with no id of its own (none could be read, or an
+    /// earlier line used it), written `"id": null, "line": N`.
+    Line(u64),
+}
+
+impl Key {
+    /// The key a result line names: its id, else its line number; `None` for neither.
+    pub fn of(id: Option<String>, line: Option<u64>) -> Option<Key> {
+        match (id, line) {
+            (Some(id), _) => Some(Key::Id(id)),
+            (None, Some(n)) => Some(Key::Line(n)),
+            (None, None) => None,
+        }
+    }
+
+    /// The id, when the key is one.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Key::Id(id) => Some(id),
+            Key::Line(_) => None,
+        }
+    }
+
+    /// The line number, when the key is one.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            Key::Id(_) => None,
+            Key::Line(n) => Some(*n),
+        }
+    }
+}
+
+impl std::fmt::Display for Key {
+    /// `id "a"` or `line 3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Id(id) => write!(f, "id {id:?}"),
+            Key::Line(n) => write!(f, "line {n}"),
+        }
+    }
+}
+
+/// A bad input line as its results keep it: its number (in the output and the dead
+/// letter) and its text (in the dead letter, so that it can be fixed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    /// The 1-based line number.
+    pub line: u64,
+    /// The line's text (see [`crate::input::raw_text`]); kept only for dead letters.
+    pub raw: Option<String>,
+}
+
 /// How one line ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
@@ -144,19 +209,23 @@ pub enum Ending {
 /// One finished line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finished {
-    /// The line's id.
-    pub id: String,
+    /// What the line is known by.
+    pub key: Key,
     /// Its ending.
     pub ending: Ending,
     /// Attempts made (0 for bad input).
     pub attempts: u32,
     /// The original request, kept for the dead-letter file when the line failed.
     pub request: Option<Value>,
+    /// The input line, when it was not a request.
+    pub bad: Option<BadLine>,
 }
 
 #[derive(Serialize)]
 struct OutLine<'a> {
-    id: &'a str,
+    id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u64>,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     response: Option<&'a Value>,
@@ -167,25 +236,49 @@ struct OutLine<'a> {
 
 #[derive(Serialize)]
 struct DeadLine<'a> {
-    id: &'a str,
+    id: Option<&'a str>,
     request: &'a Value,
     error: &'a ErrorInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
 }
 
 /// What the start-up reconciliation reads back from an output or journal line.
 #[derive(Debug, Deserialize)]
 pub struct Head {
-    /// The line's id.
-    pub id: String,
+    /// The line's id (`null` for a bad line known by its number).
+    pub id: Option<String>,
+    /// The input line number (bad lines only).
+    #[serde(default)]
+    pub line: Option<u64>,
     /// Whether it succeeded.
     pub ok: bool,
+}
+
+impl Head {
+    /// What the line is known by; `None` when it names neither an id nor a line.
+    pub fn key(self) -> Option<Key> {
+        Key::of(self.id, self.line)
+    }
 }
 
 /// What the start-up reconciliation reads back from a dead-letter line.
 #[derive(Debug, Deserialize)]
 pub struct IdOnly {
-    /// The line's id.
-    pub id: String,
+    /// The line's id (`null` for a bad line known by its number).
+    pub id: Option<String>,
+    /// The input line number (bad lines only).
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+impl IdOnly {
+    /// What the line is known by; `None` when it names neither an id nor a line.
+    pub fn key(self) -> Option<Key> {
+        Key::of(self.id, self.line)
+    }
 }
 
 fn push_json<T: Serialize>(buf: &mut Vec<u8>, v: &T) {
@@ -218,7 +311,8 @@ impl Finished {
         push_json(
             buf,
             &OutLine {
-                id: &self.id,
+                id: self.key.id(),
+                line: self.bad.as_ref().map(|b| b.line),
                 ok: response.is_some(),
                 response,
                 error,
@@ -229,14 +323,14 @@ impl Finished {
 
     /// Appends its journal line to `buf`.
     pub fn write_journal(&self, buf: &mut Vec<u8>) {
-        journal_line(buf, &self.id, self.ok());
+        journal_line(buf, &self.key, self.ok());
     }
 
     /// Appends its dead-letter line to `buf` when it failed (`null` request when the
     /// line had none).
     pub fn write_dead_letter(&self, buf: &mut Vec<u8>) {
         if let Ending::Failed(e) = &self.ending {
-            dead_letter_line(buf, &self.id, self.request.as_ref(), e);
+            dead_letter_line(buf, &self.key, self.request.as_ref(), e, self.bad.as_ref());
         }
     }
 }
@@ -245,14 +339,16 @@ impl Finished {
 /// the writer: it only concatenates bytes, and no response crosses a thread as a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Encoded {
-    /// The line's id.
-    pub id: String,
+    /// What the line is known by.
+    pub key: Key,
     /// Whether it succeeded.
     pub ok: bool,
     /// Attempts made.
     pub attempts: u32,
     /// Class and scope, when it failed.
     pub failure: Option<(String, String)>,
+    /// Why the call gave up, when it ran and failed (`breaker_open`, ...).
+    pub reason: Option<String>,
     /// Its output line.
     pub output: Vec<u8>,
     /// Its dead-letter line (empty unless it failed and dead letters are kept).
@@ -270,9 +366,11 @@ impl Finished {
             self.write_dead_letter(&mut dead);
         }
         let failure = self.error().map(|e| (e.class.clone(), e.scope.clone()));
+        let reason = self.error().and_then(|e| e.reason.clone());
         Encoded {
             ok: failure.is_none(),
-            id: self.id,
+            reason,
+            key: self.key,
             attempts: self.attempts,
             failure,
             output,
@@ -282,24 +380,41 @@ impl Finished {
 }
 
 /// Appends a journal line.
-pub fn journal_line(buf: &mut Vec<u8>, id: &str, ok: bool) {
+pub fn journal_line(buf: &mut Vec<u8>, key: &Key, ok: bool) {
     #[derive(Serialize)]
     struct J<'a> {
-        id: &'a str,
+        id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<u64>,
         ok: bool,
     }
-    push_json(buf, &J { id, ok });
+    push_json(
+        buf,
+        &J {
+            id: key.id(),
+            line: key.line(),
+            ok,
+        },
+    );
 }
 
-/// Appends a dead-letter line.
-pub fn dead_letter_line(buf: &mut Vec<u8>, id: &str, request: Option<&Value>, e: &ErrorInfo) {
+/// Appends a dead-letter line; a bad input line's adds its number and text.
+pub fn dead_letter_line(
+    buf: &mut Vec<u8>,
+    key: &Key,
+    request: Option<&Value>,
+    e: &ErrorInfo,
+    bad: Option<&BadLine>,
+) {
     let null = Value::Null;
     push_json(
         buf,
         &DeadLine {
-            id,
+            id: key.id(),
             request: request.unwrap_or(&null),
             error: e,
+            line: bad.map(|b| b.line),
+            raw: bad.and_then(|b| b.raw.as_deref()),
         },
     );
 }
@@ -316,10 +431,11 @@ mod tests {
     #[test]
     fn lines_have_the_documented_shape() {
         let ok = Finished {
-            id: "a".into(),
+            key: Key::Id("a".into()),
             ending: Ending::Ok(serde_json::json!({"x": 1})),
             attempts: 2,
             request: None,
+            bad: None,
         };
         let mut buf = Vec::new();
         ok.write_output(&mut buf);
@@ -328,10 +444,11 @@ mod tests {
             "{\"id\":\"a\",\"ok\":true,\"response\":{\"x\":1},\"attempts\":2}\n"
         );
         let bad = Finished {
-            id: "b".into(),
+            key: Key::Id("b".into()),
             ending: Ending::Failed(ErrorInfo::bad_input("7: missing \"request\"".into())),
             attempts: 0,
             request: None,
+            bad: None,
         };
         let mut buf = Vec::new();
         bad.write_output(&mut buf);
@@ -347,7 +464,42 @@ mod tests {
         assert_eq!(lines[1], "{\"id\":\"b\",\"ok\":false}");
         assert!(lines[2].starts_with("{\"id\":\"b\",\"request\":null,\"error\":{"));
         let head: Head = serde_json::from_str(lines[0]).unwrap();
-        assert_eq!((head.id.as_str(), head.ok), ("b", false));
+        assert!(!head.ok);
+        assert_eq!(head.key(), Some(Key::Id("b".into())));
+    }
+
+    #[test]
+    fn a_bad_line_without_an_id_is_known_by_its_number_everywhere() {
+        let bad = Finished {
+            key: Key::Line(3),
+            ending: Ending::Failed(ErrorInfo::bad_input("in:3: not JSON".into())),
+            attempts: 0,
+            request: None,
+            bad: Some(BadLine {
+                line: 3,
+                raw: Some("{\"id\": ".into()),
+            }),
+        };
+        let e = bad.encode(true);
+        assert_eq!(
+            String::from_utf8(e.output).unwrap(),
+            "{\"id\":null,\"line\":3,\"ok\":false,\"error\":{\"class\":\"bad_input\",\
+             \"scope\":\"request\",\"status\":null,\"message\":\"in:3: not JSON\"},\"attempts\":0}\n"
+        );
+        assert_eq!(
+            String::from_utf8(e.dead).unwrap(),
+            "{\"id\":null,\"request\":null,\"error\":{\"class\":\"bad_input\",\
+             \"scope\":\"request\",\"status\":null,\"message\":\"in:3: not JSON\"},\
+             \"line\":3,\"raw\":\"{\\\"id\\\": \"}\n"
+        );
+        let mut j = Vec::new();
+        journal_line(&mut j, &e.key, e.ok);
+        assert_eq!(j, b"{\"id\":null,\"line\":3,\"ok\":false}\n");
+        let head: Head = serde_json::from_slice(&j).unwrap();
+        assert_eq!(head.key(), Some(Key::Line(3)));
+        let none: Head = serde_json::from_str("{\"id\":null,\"ok\":true}").unwrap();
+        assert_eq!(none.key(), None);
+        assert_eq!(Key::Line(3).to_string(), "line 3");
     }
 
     #[test]

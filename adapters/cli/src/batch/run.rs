@@ -11,9 +11,10 @@ use steadfast_reqwest::Client;
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use super::progress::{self, Counters};
+use super::progress::{self, Counters, Reading};
 use super::reader::{Msg, Next, Reader};
-use super::record::{Encoded, Ending, ErrorInfo, Finished};
+use super::record::{Encoded, Ending, ErrorInfo, Finished, Key};
+use super::status;
 use super::store::{self, Files};
 use super::summary::{Summary, Tally};
 use super::{Options, RunError};
@@ -41,10 +42,13 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
 
     let counters = Arc::new(Counters::default());
     counters.total.store(total, Ordering::Relaxed);
-    let metrics_client = client.clone();
-    let (reporter, display) = progress::start(opts.progress, Arc::clone(&counters), move || {
-        metrics_client.metrics()
-    });
+    let read_client = client.clone();
+    let names = opts.names.clone();
+    let (reporter, display) =
+        progress::start(opts.progress, Arc::clone(&counters), move || Reading {
+            metrics: read_client.metrics(),
+            endpoints: status::read(&read_client, &names),
+        });
     for note in &resume.notes {
         reporter.note(note);
     }
@@ -71,7 +75,9 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         name: input_name,
         input: BufReader::with_capacity(1 << 16, input),
         finished: resume.finished,
+        finished_lines: resume.finished_lines,
         dead_missing: resume.dead_missing,
+        dead_missing_lines: resume.dead_missing_lines,
         seen: Default::default(),
         reporter: reporter.clone(),
         counters: Arc::clone(&counters),
@@ -108,11 +114,16 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
     tally.no_id = read.no_id;
     tally.duplicates = read.duplicates;
     tally.skipped = read.skipped;
+    tally.bad = read.bad;
+    let retry = &opts.policy.retry;
     Ok(Summary {
         tally,
         metrics: client.metrics(),
         wall: started.elapsed(),
         interrupted,
+        endpoints: status::read(&client, &opts.names),
+        max_hold: retry.hold.then_some(retry.max_hold),
+        dead_letter: opts.paths.dead_letter.clone(),
     })
 }
 
@@ -233,16 +244,18 @@ async fn one(client: &Client, line: InputLine, keep_request: bool) -> (Finished,
     let latency = t0.elapsed();
     let f = match result {
         Ok(reply) => Finished {
-            id: line.id,
+            key: Key::Id(line.id),
             ending: Ending::Ok(reply.body),
             attempts: reply.attempts,
             request: None,
+            bad: None,
         },
         Err(e) => Finished {
-            id: line.id,
+            key: Key::Id(line.id),
             ending: Ending::Failed(ErrorInfo::from_call(&e, |t| client.shared().redact(t))),
             attempts: e.attempts,
             request: kept,
+            bad: None,
         },
     };
     (f, latency)

@@ -16,7 +16,9 @@
 //!
 //! # Reconciliation on start
 //!
-//! The output's complete lines are the source of truth:
+//! The output's complete lines are the source of truth. A line is known by its
+//! [`Key`]: its id, or the line number of a bad input line that has none of its own.
+//!
 //!
 //! - **Output**: a torn last line is cut off (the file is truncated to the end of its
 //!   last complete line). Its id is not finished, so it runs again, with the same
@@ -44,7 +46,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::record::{Encoded, ErrorInfo, Head, IdOnly, journal_line};
+use super::record::{Encoded, ErrorInfo, Head, IdOnly, Key, journal_line};
 
 /// Where the batch writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,11 +64,43 @@ pub struct Paths {
 pub struct Resume {
     /// Finished ids, with whether they succeeded.
     pub finished: HashMap<String, bool>,
+    /// Finished bad lines known by their number ([`Key::Line`]; all failed).
+    pub finished_lines: HashSet<u64>,
     /// Failed ids the dead-letter file lacks, with their error (appended when their
     /// input line is read).
     pub dead_missing: HashMap<String, ErrorInfo>,
+    /// Failed lines known by their number that the dead-letter file lacks.
+    pub dead_missing_lines: HashMap<u64, ErrorInfo>,
     /// What was repaired, one sentence each, for stderr.
     pub notes: Vec<String>,
+}
+
+impl Resume {
+    /// Records a finished line; `false` when its key was already recorded.
+    fn insert(&mut self, key: Key, ok: bool) -> bool {
+        match key {
+            Key::Id(id) => self.finished.insert(id, ok).is_none(),
+            Key::Line(n) => self.finished_lines.insert(n),
+        }
+    }
+
+    /// Whether a finished line succeeded; `None` when it is not finished.
+    pub fn ok_of(&self, key: &Key) -> Option<bool> {
+        match key {
+            Key::Id(id) => self.finished.get(id).copied(),
+            Key::Line(n) => self.finished_lines.contains(n).then_some(false),
+        }
+    }
+
+    /// How many lines are finished.
+    pub fn len(&self) -> usize {
+        self.finished.len() + self.finished_lines.len()
+    }
+
+    /// Whether no line is finished.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A file that cannot be used.
@@ -195,7 +229,9 @@ fn sync_dir(path: &Path) {
 
 #[derive(Deserialize)]
 struct OutputHead {
-    id: String,
+    id: Option<String>,
+    #[serde(default)]
+    line: Option<u64>,
     ok: bool,
     #[serde(default)]
     error: Option<ErrorInfo>,
@@ -204,13 +240,18 @@ struct OutputHead {
 /// Opens the files and reconciles them (see the module docs).
 pub fn open(paths: &Paths) -> Result<(Files, Resume), StoreError> {
     let mut resume = Resume::default();
-    let mut failed_errors: HashMap<String, ErrorInfo> = HashMap::new();
+    let mut failed_errors: HashMap<Key, ErrorInfo> = HashMap::new();
     let output = match &paths.output {
         None => Sink::Stdout,
         Some(path) => {
             let mut file = open_rw(path)?;
             let s: Scan<OutputHead> = scan(&mut file).map_err(|e| io_err(path, "read", &e))?;
-            if let Some(line) = s.bad_line {
+            let keyless = s
+                .entries
+                .iter()
+                .position(|h| h.id.is_none() && (h.line.is_none() || h.ok));
+            let not_ours = s.bad_line.or(keyless.map(|i| i as u64 + 1));
+            if let Some(line) = not_ours {
                 return Err(StoreError {
                     message: format!(
                         "{}:{line}: not a result line; this file was not written by steadfast \
@@ -220,19 +261,21 @@ pub fn open(paths: &Paths) -> Result<(Files, Resume), StoreError> {
                 });
             }
             for (i, h) in s.entries.into_iter().enumerate() {
-                if resume.finished.insert(h.id.clone(), h.ok).is_some() {
+                let Some(key) = Key::of(h.id, h.line) else {
+                    continue;
+                };
+                if !resume.insert(key.clone(), h.ok) {
                     return Err(StoreError {
                         message: format!(
-                            "{}:{}: id {:?} appears twice; this file was not written by \
+                            "{}:{}: {key} appears twice; this file was not written by \
                              steadfast batch alone",
                             path.display(),
                             i + 1,
-                            h.id
                         ),
                     });
                 }
                 if let (false, Some(e)) = (h.ok, h.error) {
-                    failed_errors.insert(h.id, e);
+                    failed_errors.insert(key, e);
                 }
             }
             if s.good_len < s.len {
@@ -281,7 +324,10 @@ fn reconcile_journal(
     if !output_is_file {
         // The journal is the only record: trust its complete lines, cut the rest.
         for h in s.entries {
-            resume.finished.insert(h.id, h.ok);
+            let ok = h.ok;
+            if let Some(key) = h.key() {
+                resume.insert(key, ok);
+            }
         }
         if s.good_len < s.len {
             file.set_len(s.good_len)
@@ -299,9 +345,15 @@ fn reconcile_journal(
     let mut seen = HashSet::with_capacity(s.entries.len());
     let mut orphans = 0usize;
     let mut exact = clean;
-    for h in &s.entries {
-        match resume.finished.get(&h.id) {
-            Some(ok) if *ok == h.ok && seen.insert(h.id.as_str()) => {}
+    let had_entries = !s.entries.is_empty();
+    for h in s.entries {
+        let ok = h.ok;
+        let Some(key) = h.key() else {
+            exact = false;
+            continue;
+        };
+        match resume.ok_of(&key) {
+            Some(was) if was == ok && seen.insert(key) => {}
             Some(_) => exact = false,
             None => {
                 exact = false;
@@ -309,15 +361,10 @@ fn reconcile_journal(
             }
         }
     }
-    if exact && seen.len() == resume.finished.len() {
+    if exact && seen.len() == resume.len() {
         return Ok(file);
     }
-    let mut ids: Vec<(&String, &bool)> = resume.finished.iter().collect();
-    ids.sort_unstable();
-    let mut buf = Vec::with_capacity(ids.len() * 32);
-    for (id, ok) in ids {
-        journal_line(&mut buf, id, *ok);
-    }
+    let buf = journal_of(resume);
     drop(file);
     let file = replace(path, &buf)?;
     if orphans > 0 {
@@ -326,32 +373,56 @@ fn reconcile_journal(
              those ids run again",
             path.display()
         ));
-    } else if !s.entries.is_empty() || !clean {
+    } else if had_entries || !clean {
         resume.notes.push(format!(
             "{}: rebuilt from the output ({} ids)",
             path.display(),
-            resume.finished.len()
+            resume.len()
         ));
     }
     Ok(file)
 }
 
+/// The journal naming exactly the finished lines: ids in order, then line numbers.
+fn journal_of(resume: &Resume) -> Vec<u8> {
+    let mut ids: Vec<(&String, &bool)> = resume.finished.iter().collect();
+    ids.sort_unstable();
+    let mut lines: Vec<u64> = resume.finished_lines.iter().copied().collect();
+    lines.sort_unstable();
+    let mut buf = Vec::with_capacity(resume.len() * 32);
+    for (id, ok) in ids {
+        journal_line(&mut buf, &Key::Id(id.clone()), *ok);
+    }
+    for n in lines {
+        journal_line(&mut buf, &Key::Line(n), false);
+    }
+    buf
+}
+
 fn reconcile_dead(
     path: &Path,
     resume: &mut Resume,
-    mut failed_errors: HashMap<String, ErrorInfo>,
+    mut failed_errors: HashMap<Key, ErrorInfo>,
 ) -> Result<File, StoreError> {
     let mut file = open_rw(path)?;
     let s: Scan<IdOnly> = scan(&mut file).map_err(|e| io_err(path, "read", &e))?;
     let mut keep = Vec::with_capacity(s.entries.len());
-    let mut have: HashSet<String> = HashSet::new();
+    let mut have: HashSet<Key> = HashSet::new();
     for h in s.entries {
-        let wanted = resume.finished.get(&h.id) == Some(&false);
-        keep.push(wanted && have.insert(h.id));
+        let wanted = h
+            .key()
+            .filter(|k| resume.ok_of(k) == Some(false))
+            .is_some_and(|k| have.insert(k));
+        keep.push(wanted);
     }
     let dropped = keep.iter().filter(|k| !**k).count();
-    failed_errors.retain(|id, _| !have.contains(id));
-    resume.dead_missing = failed_errors;
+    failed_errors.retain(|key, _| !have.contains(key));
+    for (key, e) in failed_errors {
+        match key {
+            Key::Id(id) => resume.dead_missing.insert(id, e),
+            Key::Line(n) => resume.dead_missing_lines.insert(n, e),
+        };
+    }
     if dropped == 0 && s.good_len == s.len {
         return Ok(file);
     }
@@ -424,7 +495,7 @@ impl Files {
         if let Some(journal) = &mut self.journal {
             buf.clear();
             for f in batch {
-                journal_line(buf, &f.id, f.ok);
+                journal_line(buf, &f.key, f.ok);
             }
             journal.write_all(buf)?;
             sync(journal)?;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::batch::record::{Ending, Finished};
+use crate::batch::record::{BadLine, Ending, Finished};
 
 struct Dir(PathBuf);
 
@@ -36,20 +36,22 @@ impl Drop for Dir {
 
 fn ok(id: &str) -> Encoded {
     Finished {
-        id: id.into(),
+        key: Key::Id(id.into()),
         ending: Ending::Ok(serde_json::json!({"r": id})),
         attempts: 1,
         request: None,
+        bad: None,
     }
     .encode(true)
 }
 
 fn failed(id: &str) -> Encoded {
     Finished {
-        id: id.into(),
+        key: Key::Id(id.into()),
         ending: Ending::Failed(ErrorInfo::bad_input("boom".into())),
         attempts: 0,
         request: Some(serde_json::json!({"q": id})),
+        bad: None,
     }
     .encode(true)
 }
@@ -163,4 +165,73 @@ fn with_stdout_the_journal_is_the_record() {
     let (_, resume) = open(&paths).unwrap();
     assert_eq!(resume.finished.len(), 1);
     assert_eq!(d.read("j"), "{\"id\":\"a\",\"ok\":true}\n");
+}
+
+fn keyless(line: u64) -> Encoded {
+    Finished {
+        key: Key::Line(line),
+        ending: Ending::Failed(ErrorInfo::bad_input(format!("in:{line}: not JSON"))),
+        attempts: 0,
+        request: None,
+        bad: Some(BadLine {
+            line,
+            raw: Some("{oops".into()),
+        }),
+    }
+    .encode(true)
+}
+
+#[test]
+fn bad_lines_without_an_id_are_known_by_their_number_across_reruns() {
+    let d = Dir::new("keyless");
+    let (mut files, _) = open(&d.paths()).unwrap();
+    files
+        .commit(&[ok("a"), keyless(2), keyless(4)], b"")
+        .unwrap();
+    drop(files);
+    let (_, resume) = open(&d.paths()).unwrap();
+    assert_eq!(resume.finished.len(), 1);
+    assert_eq!(resume.finished_lines, HashSet::from([2, 4]));
+    assert_eq!(resume.ok_of(&Key::Line(2)), Some(false));
+    assert_eq!(resume.ok_of(&Key::Line(3)), None);
+    assert!(resume.notes.is_empty(), "{:?}", resume.notes);
+    assert!(resume.dead_missing_lines.is_empty());
+    // The journal and the dead letters lost line 4: both are repaired from the output.
+    let j = d.read("out.jsonl.journal");
+    d.write("out.jsonl.journal", j.lines().next().unwrap());
+    let dl = d.read("dead.jsonl");
+    assert!(dl.contains("\"line\":2,\"raw\":\"{oops\""), "{dl}");
+    d.write("dead.jsonl", &format!("{}\n", dl.lines().next().unwrap()));
+    let (_, resume) = open(&d.paths()).unwrap();
+    assert_eq!(d.read("out.jsonl.journal"), j);
+    assert_eq!(
+        resume.dead_missing_lines.keys().collect::<Vec<_>>(),
+        vec![&4]
+    );
+    // An output line naming neither an id nor a line is not ours.
+    d.write("out.jsonl", "{\"id\":null,\"ok\":false}\n");
+    let e = open(&d.paths()).unwrap_err();
+    assert!(e.message.contains("out.jsonl:1: not a result line"), "{e}");
+    d.write(
+        "out.jsonl",
+        "{\"id\":null,\"line\":2,\"ok\":false}\n{\"id\":null,\"line\":2,\"ok\":false}\n",
+    );
+    let e = open(&d.paths()).unwrap_err();
+    assert!(e.message.contains(":2: line 2 appears twice"), "{e}");
+}
+
+#[test]
+fn with_stdout_the_journal_knows_bad_lines_by_their_number() {
+    let d = Dir::new("stdout-keyless");
+    let paths = Paths {
+        output: None,
+        journal: Some(d.0.join("j")),
+        dead_letter: None,
+    };
+    let (mut files, _) = open(&paths).unwrap();
+    files.commit(&[keyless(3)], b"").unwrap();
+    drop(files);
+    let (_, resume) = open(&paths).unwrap();
+    assert_eq!(resume.finished_lines, HashSet::from([3]));
+    assert_eq!(d.read("j"), "{\"id\":null,\"line\":3,\"ok\":false}\n");
 }

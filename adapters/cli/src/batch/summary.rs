@@ -3,12 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use steadfast_core::duration::Human;
+use steadfast_core::retry::GiveUpReason;
+use steadfast_core::time::Timestamp;
 use steadfast_reqwest::MetricsSnapshot;
 
+use super::exit;
 use super::record::Encoded;
+use super::status::EndpointStatus;
 
 /// Counts of finished lines.
 #[derive(Debug, Clone, Default)]
@@ -17,10 +22,15 @@ pub struct Tally {
     pub ok: u64,
     /// Lines that failed, by (class, scope).
     pub failed: BTreeMap<(String, String), u64>,
-    /// Lines without a usable id (reported on stderr only).
+    /// Bad lines without a usable id (each has a `bad_input` line known by its number).
     pub no_id: u64,
-    /// Repeated ids (reported on stderr only; the first line with the id counts).
+    /// Repeated ids (the first line with the id runs; each later one has a `bad_input`
+    /// line known by its number).
     pub duplicates: u64,
+    /// Input lines that are not requests, including those an earlier run wrote.
+    pub bad: u64,
+    /// Lines that gave up, by give-up reason (`breaker_open`, ...).
+    pub reasons: BTreeMap<String, u64>,
     /// Lines an earlier run had finished.
     pub skipped: u64,
     /// Attempts of the lines finished in this run.
@@ -33,6 +43,9 @@ impl Tally {
     /// Counts a line written to the output.
     pub fn on_finished(&mut self, f: &Encoded, latency: Option<Duration>) {
         self.attempts += u64::from(f.attempts);
+        if let Some(r) = &f.reason {
+            *self.reasons.entry(r.clone()).or_default() += 1;
+        }
         match &f.failure {
             None => self.ok += 1,
             Some(key) => match self.failed.get_mut(key) {
@@ -51,6 +64,16 @@ impl Tally {
     /// Lines that failed, all classes.
     pub fn failed_total(&self) -> u64 {
         self.failed.values().sum()
+    }
+
+    /// Lines that gave up because their endpoint was unavailable: its breaker open or
+    /// its retry budget spent (for a holding line: once the endpoint had failed for
+    /// `max_hold`).
+    pub fn unavailable(&self) -> u64 {
+        unavailable_reasons()
+            .iter()
+            .filter_map(|r| self.reasons.get(*r))
+            .sum()
     }
 
     /// Lines finished in this run (written to the output).
@@ -74,6 +97,14 @@ impl Tally {
     }
 }
 
+/// The names of the give-up reasons of an unavailable endpoint.
+fn unavailable_reasons() -> [&'static str; 2] {
+    let breaker = GiveUpReason::BreakerOpen {
+        until: Timestamp::ZERO,
+    };
+    [breaker.name(), GiveUpReason::BudgetExhausted.name()]
+}
+
 /// A whole run's figures.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -85,6 +116,12 @@ pub struct Summary {
     pub wall: Duration,
     /// Whether a signal stopped the run early.
     pub interrupted: bool,
+    /// Every endpoint at the end.
+    pub endpoints: Vec<EndpointStatus>,
+    /// How long held lines wait for a failing endpoint, when the policy holds.
+    pub max_hold: Option<Duration>,
+    /// The dead-letter file, if any.
+    pub dead_letter: Option<PathBuf>,
 }
 
 fn short(d: Duration) -> String {
@@ -155,21 +192,97 @@ impl Summary {
         };
         row(&mut s, "latency p50 / p95 / p99", lat);
         row(&mut s, "wall time", short(self.wall));
+        self.render_notes(&mut s);
         s
+    }
+
+    /// The process exit status of a run that got to its end or was interrupted.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            exit::INTERRUPTED
+        } else if self.tally.bad > 0 {
+            exit::BAD_INPUT
+        } else {
+            exit::OK
+        }
+    }
+
+    /// The sentences under the table: failing endpoints, lines that gave up on them,
+    /// bad input, and how to run the failed lines again.
+    fn render_notes(&self, s: &mut String) {
+        let t = &self.tally;
+        for e in self.endpoints.iter() {
+            if let Some(d) = e.failing_for {
+                let _ = writeln!(
+                    s,
+                    "steadfast: endpoint {} has been failing for {} (no success since its \
+                     first failure)",
+                    e.name,
+                    short(d)
+                );
+            }
+        }
+        let unavailable = t.unavailable();
+        if unavailable > 0 {
+            let reasons: Vec<String> = unavailable_reasons()
+                .iter()
+                .filter_map(|r| t.reasons.get(*r).map(|n| format!("{r} {n}")))
+                .collect();
+            let _ = write!(
+                s,
+                "steadfast: {unavailable} lines failed fast on an unavailable endpoint ({})",
+                reasons.join(", ")
+            );
+            let _ = match self.max_hold {
+                Some(h) => writeln!(
+                    s,
+                    ": held lines stop waiting once an endpoint has failed for --max-hold {}",
+                    short(h)
+                ),
+                None => writeln!(s),
+            };
+        }
+        if t.bad > 0 {
+            let _ = writeln!(
+                s,
+                "steadfast: {} input lines are not requests; each has a bad_input line in the \
+                 output (exit status {})",
+                t.bad,
+                exit::BAD_INPUT
+            );
+        }
+        if t.failed_total() == 0 {
+            return;
+        }
+        let _ = match &self.dead_letter {
+            Some(d) => {
+                let d = d.display();
+                writeln!(
+                    s,
+                    "steadfast: the failed lines are in {d} with their requests; to run them \
+                     again, rerun with --input {d} --output {d}.out.jsonl"
+                )
+            }
+            None => writeln!(
+                s,
+                "steadfast: add --dead-letter FILE to collect the failed lines for a rerun"
+            ),
+        };
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::record::{Ending, ErrorInfo, Finished};
+    use crate::batch::record::{Ending, ErrorInfo, Finished, Key};
+    use crate::batch::status::BreakerView;
 
     #[test]
     fn counts_and_percentiles() {
         let mut t = Tally::default();
         for i in 1..=100u64 {
             let f = Finished {
-                id: i.to_string(),
+                key: Key::Id(i.to_string()),
                 ending: if i % 10 == 0 {
                     Ending::Failed(ErrorInfo::bad_input("x".into()))
                 } else {
@@ -177,6 +290,7 @@ mod tests {
                 },
                 attempts: 2,
                 request: None,
+                bad: None,
             };
             t.on_finished(&f.encode(false), Some(Duration::from_millis(i)));
         }
@@ -190,10 +304,72 @@ mod tests {
             metrics: MetricsSnapshot::default(),
             wall: Duration::from_millis(1500),
             interrupted: false,
+            endpoints: Vec::new(),
+            max_hold: None,
+            dead_letter: None,
         };
         let text = s.render();
         assert!(text.contains("100 lines in 1.5s"), "{text}");
         assert!(text.contains("bad_input (request)"), "{text}");
         assert!(text.contains("50ms / 95ms / 99ms"), "{text}");
+        assert!(text.contains("add --dead-letter FILE"), "{text}");
+        assert_eq!(s.exit_code(), exit::OK);
+    }
+
+    #[test]
+    fn a_dead_endpoint_is_named_with_the_lines_that_failed_fast() {
+        let mut t = Tally::default();
+        for (i, reason) in [
+            "breaker_open",
+            "breaker_open",
+            "budget_exhausted",
+            "retries_exhausted",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut info = ErrorInfo::bad_input(String::new());
+            info.class = "server_error".into();
+            info.reason = Some(reason.into());
+            let f = Finished {
+                key: Key::Id(i.to_string()),
+                ending: Ending::Failed(info),
+                attempts: 1,
+                request: None,
+                bad: None,
+            };
+            t.on_finished(&f.encode(false), None);
+        }
+        assert_eq!(t.unavailable(), 3);
+        t.bad = 2;
+        let mut s = Summary {
+            tally: t,
+            metrics: MetricsSnapshot::default(),
+            wall: Duration::from_secs(31),
+            interrupted: false,
+            endpoints: vec![EndpointStatus {
+                name: "openai".into(),
+                failing_for: Some(Duration::from_millis(30_412)),
+                breaker: BreakerView::HalfOpen,
+            }],
+            max_hold: Some(Duration::from_secs(30)),
+            dead_letter: Some(PathBuf::from("dead.jsonl")),
+        };
+        let text = s.render();
+        for line in [
+            "steadfast: endpoint openai has been failing for 30.412s (no success since its first failure)",
+            "steadfast: 3 lines failed fast on an unavailable endpoint (breaker_open 2, \
+             budget_exhausted 1): held lines stop waiting once an endpoint has failed for \
+             --max-hold 30s",
+            "steadfast: 2 input lines are not requests; each has a bad_input line in the output \
+             (exit status 3)",
+            "steadfast: the failed lines are in dead.jsonl with their requests; to run them \
+             again, rerun with --input dead.jsonl --output dead.jsonl.out.jsonl",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+        assert_eq!(s.exit_code(), exit::BAD_INPUT);
+        s.interrupted = true;
+        assert_eq!(s.exit_code(), exit::INTERRUPTED);
     }
 }

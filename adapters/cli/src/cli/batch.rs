@@ -77,6 +77,11 @@ pub struct BatchArgs {
     /// The longest server-requested wait honoured; a longer hint ends the line at once.
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     pub max_retry_after: Option<Duration>,
+    /// How long lines hold for an endpoint that keeps failing (breaker open, retry
+    /// budget spent): once its first failure since its last success is this old, they
+    /// fail fast [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = super::duration)]
+    pub max_hold: Option<Duration>,
     /// Requests per minute per endpoint (the client-side limiter).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
@@ -103,14 +108,23 @@ Each input id gets exactly one output line, {\"id\",\"ok\":true,\"response\",\"a
 across crashes: rerun the same command to finish an interrupted batch. Every attempt of a \
 line carries the Idempotency-Key derived from its id.
 
+A line that is not a request gets an ok:false line with class bad_input and its \
+\"line\" number; one with no id of its own (none readable, or an earlier line's) is \
+written with \"id\": null and known by its line number. Its dead letter keeps the line as \
+\"raw\"; as input, a dead letter without an id is read as its raw text.
+
 The policy starts from the `batch` preset: lines hold while every breaker is open or \
-the retry budget is spent, and wait out rate limits as told, within --deadline. A --config \
-file may name another preset, change any policy section and list endpoints:
+the retry budget is spent, and wait out rate limits as told, within --deadline; they stop \
+holding for an endpoint that has failed for --max-hold without a success, fail fast, and \
+the summary names the endpoint (rerun with --input DEAD_LETTERS to run them again). A \
+--config file may name another preset, change any policy section and list endpoints:
 
   preset = \"batch\"
   [retry]
   max_attempts = 6
+  max_hold = \"30s\"
   [[endpoint]]
+  name = \"primary\"
   priority = 0
   provider = \"openai\"
   base_url = \"https://api.openai.com\"
@@ -123,8 +137,9 @@ file may name another preset, change any policy section and list endpoints:
   base_url = \"https://api.anthropic.com\"
   keys_env = [\"ANTHROPIC_API_KEY\"]
 
-Exit status: 0 when every line ended (ok or failed), 2 for bad arguments or configuration, \
-1 when writing failed, 130 when interrupted (rerun to resume).";
+Exit status: 0 when every line ended (ok or failed), 3 when every line ended but some \
+input lines were not requests (bad_input), 2 for bad arguments or configuration, 1 when \
+writing failed, 130 when interrupted (rerun to resume).";
 
 /// What `resolve` produced: the options, and the mock server they point at.
 pub struct Resolved {
@@ -185,6 +200,9 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
     if let Some(d) = a.max_retry_after {
         policy.retry.max_retry_after = d;
     }
+    if let Some(d) = a.max_hold {
+        policy.retry.max_hold = d;
+    }
     if a.rpm.is_some() {
         policy.limiter.requests = a.rpm;
     }
@@ -206,6 +224,14 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
     }
     let provider = a.provider.unwrap_or_default();
     let mut mock = None;
+    let named: Vec<(Option<String>, Provider)> = if flag_endpoint {
+        vec![(None, provider)]
+    } else {
+        file_endpoints
+            .iter()
+            .map(|e| (e.name.clone(), e.provider))
+            .collect()
+    };
     let endpoints = if flag_endpoint {
         let keys = |fallback: Option<&str>| -> Result<Vec<ApiKey>, String> {
             if a.api_key_env.is_empty() {
@@ -291,6 +317,7 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
             paths,
             policy,
             endpoints,
+            names: batch::endpoint_names(&named),
             concurrency: a.concurrency as usize,
             seed: a.seed,
             progress,
@@ -370,7 +397,7 @@ pub fn run(a: &BatchArgs) -> u8 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("steadfast: error: {e}");
-            return 2;
+            return batch::exit::SETUP;
         }
     };
     if let Some(m) = &resolved.mock {
@@ -387,17 +414,12 @@ pub fn run(a: &BatchArgs) -> u8 {
             eprint!("{}", summary.render());
             if summary.interrupted {
                 eprintln!("steadfast: interrupted; rerun the same command to finish the batch");
-                130
-            } else {
-                0
             }
+            summary.exit_code()
         }
         Err(e) => {
             eprintln!("steadfast: error: {e}");
-            match e {
-                batch::RunError::Setup(_) => 2,
-                batch::RunError::Io(_) => 1,
-            }
+            e.exit_code()
         }
     }
 }
@@ -441,6 +463,8 @@ mod tests {
             "1m",
             "--max-retry-after",
             "500ms",
+            "--max-hold",
+            "7s",
             "--rpm",
             "60",
             "--tpm",
@@ -454,6 +478,8 @@ mod tests {
         assert_eq!(p.retry.attempt_timeout, Duration::from_secs(2));
         assert_eq!(p.retry.deadline, Some(Duration::from_secs(60)));
         assert_eq!(p.retry.max_retry_after, Duration::from_millis(500));
+        assert_eq!(p.retry.max_hold, Duration::from_secs(7));
+        assert_eq!(r.options.names, ["openai"]);
         assert_eq!(
             (p.limiter.requests, p.limiter.tokens),
             (Some(60), Some(1000))

@@ -3,8 +3,11 @@
 #![allow(dead_code, unused_imports)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
@@ -77,9 +80,14 @@ pub struct Run {
 
 impl Run {
     pub fn ok(self) -> Run {
+        self.exits(0)
+    }
+
+    /// Asserts the exit status.
+    pub fn exits(self, code: i32) -> Run {
         assert_eq!(
             self.code,
-            Some(0),
+            Some(code),
             "exit {:?}\nstderr:\n{}",
             self.code,
             self.stderr
@@ -87,6 +95,9 @@ impl Run {
         self
     }
 }
+
+/// The exit status of a batch whose input had lines that are not requests.
+pub const EXIT_BAD_INPUT: i32 = 3;
 
 fn from_output(out: Output) -> Run {
     Run {
@@ -121,7 +132,8 @@ pub fn batch_at(base: &str, args: &[&str]) -> Run {
     steadfast(&all, &[(KEY_VAR, "sk-test-key")])
 }
 
-/// The output lines, by id; panics on a repeated id or a line that is not JSON.
+/// The output lines, by id (a bad line written with `"id": null` by `line N`); panics
+/// on a repeated key or a line that is not JSON.
 pub fn results(path: &Path) -> BTreeMap<String, Value> {
     let text = std::fs::read_to_string(path).expect("output exists");
     assert!(text.is_empty() || text.ends_with('\n'), "a torn last line");
@@ -129,7 +141,13 @@ pub fn results(path: &Path) -> BTreeMap<String, Value> {
     for (i, line) in text.lines().enumerate() {
         let v: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("{}:{}: {e}: {line}", path.display(), i + 1));
-        let id = v["id"].as_str().expect("an id").to_owned();
+        let id = match v["id"].as_str() {
+            Some(id) => id.to_owned(),
+            None => {
+                assert_eq!(v["error"]["class"], "bad_input", "no id: {line}");
+                format!("line {}", v["line"].as_u64().expect("an id or a line"))
+            }
+        };
         assert!(out.insert(id.clone(), v).is_none(), "id {id} twice");
     }
     out
@@ -206,4 +224,102 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Runs `steadfast ARGS` to its end, killing it (and failing) if it is still running
+/// after `guard`, which only stops a hang: no test asserts how long a run takes.
+pub fn steadfast_guarded(args: &[&str], env: &[(&str, &str)], guard: Duration) -> Run {
+    let mut child = KillOnDrop(
+        command(args, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs"),
+    );
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = drain(child.0.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.0.stderr.take().map(|s| Box::new(s) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < guard,
+            "still running after {guard:?}: {args:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+/// A `steadfast mock` process on 127.0.0.1, killed (by its pid) when dropped.
+pub struct MockProcess {
+    /// Its base URL, from the first line it printed.
+    pub base: String,
+    _child: KillOnDrop,
+}
+
+impl MockProcess {
+    /// Starts `steadfast mock ARGS` and waits for its URL.
+    pub fn start(args: &[&str]) -> MockProcess {
+        let mut all = vec!["mock"];
+        all.extend_from_slice(args);
+        println!("steadfast {}", all.join(" "));
+        let mut child = KillOnDrop(
+            command(&all, &[])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn the mock"),
+        );
+        let mut first = String::new();
+        BufReader::new(child.0.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("the mock's first line");
+        let base = first.trim().to_owned();
+        assert!(base.starts_with("http://127.0.0.1:"), "{first:?}");
+        MockProcess {
+            base,
+            _child: child,
+        }
+    }
+
+    /// Its `GET /__stats`.
+    pub fn stats(&self) -> Value {
+        get_stats(&self.base)
+    }
+}
+
+/// `GET /__stats` of the mock at `base`, as JSON.
+pub fn get_stats(base: &str) -> Value {
+    let addr = base.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "GET /__stats HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).expect("stats JSON")
+}
+
+/// A figure of the mock's stats (`total_requests`, ...), 0 when absent.
+pub fn stat(stats: &Value, name: &str) -> u64 {
+    stats[name].as_u64().unwrap_or(0)
 }

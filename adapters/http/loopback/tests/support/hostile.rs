@@ -260,6 +260,27 @@ pub fn a_stream_that_trickles_is_cut<H: Harness>() {
     assert_eq!(server.stats().total_requests, 1, "never retried");
 }
 
+/// A stream whose head arrives at once but whose first event never does: each attempt
+/// ends at the first-event timeout, not at the far longer attempt timeout or the
+/// deadline (either would take longer than the hang guard allows), so all three
+/// attempts run.
+pub fn a_stream_silent_after_its_head_is_cut_at_the_first_event_timeout<H: Harness>() {
+    let server = server_with(&vec![drip(None, 1, 60_000, false); 12]);
+    let build = hostile(&server).policy(|p| {
+        p.retry.max_attempts = 3;
+        p.retry.deadline = Some(Duration::from_secs(60));
+        p.retry.attempt_timeout = Duration::from_secs(60);
+        p.retry.first_event_timeout = Some(Duration::from_millis(200));
+    });
+    let what = "a head, then silence";
+    let StreamEnd::GaveUp(e) = stream_ends::<H>(what, build, stream_ask()) else {
+        panic!("{what}: the stream started");
+    };
+    assert_eq!(e.reason, GiveUpReason::RetriesExhausted);
+    assert_eq!((e.attempts, e.class), (3, Some(Class::Timeout)));
+    assert_eq!(server.stats().total_requests, 3);
+}
+
 /// The most filler a refused attempt may have let the server write: the client's
 /// limit plus what loopback socket buffers hold.
 fn refused_bound(limit: u64, attempts: u32) -> u64 {
@@ -416,6 +437,7 @@ macro_rules! hostile_scenarios {
             an_absurd_retry_after_ends_the_call_at_once,
             a_body_that_never_ends_is_cut_at_the_deadline,
             a_stream_that_trickles_is_cut,
+            a_stream_silent_after_its_head_is_cut_at_the_first_event_timeout,
             a_huge_body_is_refused_unread,
             the_default_body_limit_holds_while_reading,
             a_large_reply_under_a_small_limit,

@@ -5,6 +5,7 @@
 
 pub mod clients;
 pub mod hostile;
+pub mod liveness;
 pub mod scenarios;
 pub mod streams;
 pub mod tap;
@@ -90,8 +91,8 @@ pub trait Harness: 'static {
     fn shared(c: &Self::Client) -> &Shared;
 }
 
-/// Short timeouts and waits so the suites stay fast; no retry budget (a fresh client
-/// has earned none, and the floor spaces retries 100 ms apart).
+/// Short timeouts and waits so the suites stay fast; the retry budget as configured by
+/// default (its floor covers a fresh client's retries, however close they fall).
 pub fn fast_policy() -> Policy {
     let mut p = Policy::default();
     p.retry.max_attempts = 4;
@@ -101,7 +102,6 @@ pub fn fast_policy() -> Policy {
     p.retry.max_retry_after = Duration::from_secs(4);
     p.backoff.base = Duration::from_millis(5);
     p.backoff.cap = Duration::from_millis(20);
-    p.budget.enabled = false;
     p
 }
 
@@ -200,6 +200,20 @@ macro_rules! stream_scenarios {
     };
 }
 
+/// Instantiates every liveness scenario as a `#[test]` for harness `$h`.
+#[macro_export]
+macro_rules! liveness_scenarios {
+    ($h:ty; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
+                support::liveness::$name::<$h>();
+            }
+        )*
+    };
+}
+
 /// Every scenario of both lists, for one harness.
 #[macro_export]
 macro_rules! all_scenarios {
@@ -233,6 +247,12 @@ macro_rules! all_scenarios {
             stream_cut_after_the_first_event_is_interrupted,
             stream_error_status_is_retried,
             no_panic_on_any_fault_while_streaming,
+        );
+        liveness_scenarios!($h;
+            a_burst_is_paced_instead_of_failing,
+            a_drained_window_is_retried_at_the_hint_not_at_the_reset,
+            alternating_hints_are_waited_exactly,
+            a_fresh_client_always_gets_its_attempts,
         );
     };
 }
