@@ -17,9 +17,8 @@ pub struct Answer {
     /// The exact wait a 429 asked for (its headers round it up).
     pub retry_after: Option<Duration>,
     /// The request's `Idempotency-Key` attempt, to be finished with
-    /// [`crate::Upstream::finish`] when the first byte goes out (or, for a hang, when the
-    /// connection ends): a success is then stored for replay, anything else releases
-    /// the key.
+    /// [`crate::Upstream::finish`] when the first byte goes out (for a hang, at once):
+    /// a success is then stored for replay, anything else releases the key.
     pub ticket: Option<Ticket>,
 }
 

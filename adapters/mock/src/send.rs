@@ -34,20 +34,17 @@ pub(crate) async fn answer(conn: &mut Conn, shared: &Shared, a: Answer, c: Close
         ticket,
         ..
     } = a;
-    if let Reply::Hang = reply {
-        conn.drain(None).await;
-        if let Some(t) = ticket {
-            shared.finish(t);
-        }
-        return false;
-    }
-    if !after.is_zero() {
+    if !after.is_zero() && reply != Reply::Hang {
         tokio::time::sleep(after).await;
     }
-    // The key's outcome is recorded before any byte leaves, so a client that retries
-    // at once sees it.
+    // The key's outcome is recorded before any byte leaves (a hang's at once: no work
+    // is in progress), so a client that retries at once sees it.
     if let Some(t) = ticket {
         shared.finish(t);
+    }
+    if let Reply::Hang = reply {
+        conn.drain(None).await;
+        return false;
     }
     match reply {
         Reply::Http(h) => http(conn, shared, h, c).await,

@@ -440,13 +440,10 @@ impl Driver {
                     if arrives.is_some() {
                         a.pending = Some((attempt.id, outcome, request));
                     }
-                    // A hang ends when the client gives up; the server is done with an
-                    // answer as it starts, which is before the client sees it.
+                    // The server is done with an answer as it starts, before the client
+                    // sees it (with a hang, at once: no work is in progress).
                     if let Some(ticket) = asked.ticket {
-                        let done = asked
-                            .after
-                            .map_or(attempt.deadline, |d| now.saturating_add(d));
-                        self.hold(ticket, done);
+                        self.hold(ticket, now.saturating_add(asked.server_done));
                     }
                     match arrives {
                         Some(t) => self.push(t, Ev::Answer(slot)),
@@ -500,6 +497,8 @@ struct Asked {
     outcome: Outcome,
     hint: Option<core::time::Duration>,
     ticket: Option<Ticket>,
+    /// When the server is done with a keyed attempt, after the request.
+    server_done: core::time::Duration,
 }
 
 /// Sends `attempt` to the upstream as a steadfast client would.
@@ -521,6 +520,7 @@ fn ask(up: &mut Upstream, wire: &Wire, now: Timestamp, attempt: &Attempt) -> Ask
             )),
             hint: None,
             ticket: None,
+            server_done: core::time::Duration::ZERO,
         };
     };
     let provider = up
@@ -535,12 +535,17 @@ fn ask(up: &mut Upstream, wire: &Wire, now: Timestamp, attempt: &Attempt) -> Ask
     let wall = WALL_START + now.as_nanos() / 1_000_000_000;
     let mut answer = up.handle(now, wall, &facts);
     let (reply, after, outcome) = seen(&answer, wall);
+    let server_done = match answer.reply {
+        steadfast_upstream::Reply::Hang => core::time::Duration::ZERO,
+        _ => answer.after,
+    };
     Asked {
         reply,
         after,
         outcome,
         hint: answer.retry_after,
         ticket: answer.ticket.take(),
+        server_done,
     }
 }
 
