@@ -58,6 +58,13 @@ mod tests {
     use steadfast_core::rng::Rng;
 
     #[test]
+    fn splitmix_is_the_reference_generator() {
+        // The first outputs of SplitMix64 seeded with 0 (Vigna's reference).
+        assert_eq!(splitmix(0), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(splitmix(0x9e37_79b9_7f4a_7c15), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
     fn draws_are_pure() {
         assert_eq!(
             request_rng(7, 99, 0).next_u64(),

@@ -129,8 +129,6 @@ pub fn upstream_seed(seed: u64) -> u64 {
 /// The `stream`-th independent `u64` derived from `seed` (SplitMix64), so each random
 /// source of a run (arrivals, each server, the engine) has its own stream.
 pub fn split_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed.wrapping_add(stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    // SplitMix64's own step adds the golden gamma once more: stream k is its (k+1)-th.
+    steadfast_upstream::splitmix(seed.wrapping_add(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
 }
