@@ -453,21 +453,21 @@ impl Pool {
                 continue;
             };
             let keys = self.keys_of_slot(e);
-            let n = keys.len();
             // Round-robin from the cursor: every usable key is offered in turn (the
             // first may be rate-limited where the next is not).
-            for step in 0..n {
-                let i = wrap(usize::from(e.cursor).saturating_add(step), n);
-                let Some(k) = keys.get(i).filter(|k| k.disabled.is_none()) else {
+            let cursor = usize::from(e.cursor).min(keys.len());
+            let (after, before) = keys.split_at_checked(cursor).unwrap_or((keys, &[]));
+            let ids = (cursor..keys.len()).chain(0..cursor);
+            for (i, k) in ids.zip(after.iter().chain(before)) {
+                if k.disabled.is_some() {
                     continue;
-                };
+                }
                 if k.until > now {
                     earliest = Some(earliest.map_or(k.until, |t| t.min(k.until)));
                     continue;
                 }
-                let Ok(key) = u16::try_from(i).map(KeyId) else {
-                    continue;
-                };
+                // i < keys.len() ≤ u16::MAX, so the id always fits.
+                let key = KeyId(u16::try_from(i).unwrap_or(u16::MAX));
                 if admit(Target { endpoint, key }) {
                     chosen = Some((endpoint, key));
                     break 'endpoints;

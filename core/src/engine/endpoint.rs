@@ -73,16 +73,22 @@ impl EndpointState {
     }
 
     /// When the configured limits and the server's (for `key`) let a call of `tokens`
-    /// go, from `now` on.
-    pub fn rate_slot(&self, now: Timestamp, key: KeyId, tokens: u64) -> RateSlot {
-        let local = match self.limiter.check(now, tokens) {
-            limiter::Admit::Go => now,
-            limiter::Admit::NotBefore(at) => at,
-            limiter::Admit::Busy => return RateSlot::Busy,
-            limiter::Admit::TooLarge => return RateSlot::TooLarge,
-        };
+    /// go, from `now` on. When that is `now`, the configured limiter has admitted and
+    /// charged it (the caller charges the server's limits); otherwise nothing changed.
+    #[inline]
+    pub fn acquire_rate(&mut self, now: Timestamp, key: KeyId, tokens: u64) -> RateSlot {
         let server = self.server(key).map_or(now, |s| s.first_slot(now, tokens));
-        RateSlot::At(local.max(server))
+        let admit = if server > now {
+            self.limiter.check(now, tokens)
+        } else {
+            self.limiter.acquire(now, tokens)
+        };
+        match admit {
+            limiter::Admit::Go => RateSlot::At(server),
+            limiter::Admit::NotBefore(at) => RateSlot::At(at.max(server)),
+            limiter::Admit::Busy => RateSlot::Busy,
+            limiter::Admit::TooLarge => RateSlot::TooLarge,
+        }
     }
 }
 

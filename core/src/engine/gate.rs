@@ -6,7 +6,6 @@ use crate::breaker::{BreakerInput, Permit};
 use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
 use crate::health::{Sample, SampleResult};
 use crate::ids::Target;
-use crate::limiter;
 use crate::pool::{DisableReason, KeyState, Selection};
 use crate::retry::{Admit, Gate, GateSeal, Grant, Query, Report, WaitCause};
 use crate::rng::CoreRng;
@@ -69,7 +68,8 @@ impl Gate for Engine {
                 }
                 return false;
             }
-            match s.rate_slot(now, target.key, tokens) {
+            // The rate limits come last: acquiring is the first step that charges.
+            match s.acquire_rate(now, target.key, tokens) {
                 RateSlot::At(at) if at > now => {
                     blocked.note_slot(at, target);
                     return false;
@@ -85,9 +85,6 @@ impl Gate for Engine {
                 }
             }
             // Everything above allowed it, so these grant.
-            if s.limiter.acquire(now, tokens) != limiter::Admit::Go {
-                return false;
-            }
             charge = s
                 .server_mut(target.key)
                 .map(|server| server.charge(now, tokens));
@@ -274,7 +271,17 @@ impl Engine {
     }
 
     /// Reclaims every grant overdue at `now`.
+    #[inline]
     pub(super) fn reclaim(&mut self, now: Timestamp) {
+        // Nearly every decision has nothing to reclaim: test inline, sweep out of line.
+        if now >= self.ledger.next_reclaim() {
+            self.sweep(now);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn sweep(&mut self, now: Timestamp) {
         let mut overdue = false;
         let endpoints = &mut self.endpoints;
         let events = &mut self.events;
