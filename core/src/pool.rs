@@ -456,7 +456,7 @@ impl Pool {
             // Round-robin from the cursor: every usable key is offered in turn (the
             // first may be rate-limited where the next is not).
             let cursor = usize::from(e.cursor).min(keys.len());
-            let (after, before) = keys.split_at_checked(cursor).unwrap_or((keys, &[]));
+            let (before, after) = keys.split_at_checked(cursor).unwrap_or((keys, &[]));
             let ids = (cursor..keys.len()).chain(0..cursor);
             for (i, k) in ids.zip(after.iter().chain(before)) {
                 if k.disabled.is_some() {
