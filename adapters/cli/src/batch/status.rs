@@ -12,6 +12,10 @@ use steadfast_core::ids::EndpointId;
 use steadfast_core::time::Timestamp;
 use steadfast_reqwest::Client;
 
+/// How long an endpoint must have been failing (with its breaker closed) before the
+/// progress line names it.
+const NOTEWORTHY: Duration = Duration::from_secs(1);
+
 /// One endpoint's state at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointStatus {
@@ -61,10 +65,11 @@ impl EndpointStatus {
         }
     }
 
-    /// Whether the endpoint is failing or its breaker is not closed: something a held
-    /// line may be waiting for.
+    /// Whether the endpoint has been failing for a while (not just one recent error of
+    /// a flaky provider) or its breaker is not closed: something a held line may be
+    /// waiting for.
     pub fn is_troubled(&self) -> bool {
-        self.failing_for.is_some() || self.breaker != BreakerView::Closed
+        self.failing_for.is_some_and(|d| d >= NOTEWORTHY) || self.breaker != BreakerView::Closed
     }
 }
 
