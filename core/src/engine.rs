@@ -1,11 +1,13 @@
 //! The engine: the machines shared by every call, behind one `&mut self`.
 //!
 //! An [`Engine`] owns the key/endpoint [`Pool`], and per endpoint a circuit
-//! [`Breaker`], a [`RetryBudget`], a rate [`Limiter`] and a [`HealthWindow`]. It is the
-//! full [`Gate`]: before each attempt it asks pool → breaker → budget → limiter in one
-//! place ([`Gate::admit`]); after it, it reports the outcome to all of them
-//! ([`Gate::on_attempt_end`]). Adapters share one engine between many calls behind a
-//! lock held only for these decisions.
+//! [`Breaker`], a [`RetryBudget`], a rate [`Limiter`], what each key's server said about
+//! its rate limits ([`ServerLimits`]) and a [`HealthWindow`]. It is the full
+//! [`Gate`](crate::retry::Gate): before each attempt it asks pool → breaker → budget →
+//! rate limits in one place, grants a target at once or reserves the first free
+//! rate-limit slot; after it, it reports the outcome to all of them. Every grant is
+//! recorded until its end is reported, and reclaimed if it is long overdue. Adapters
+//! share one engine between many calls behind a lock held only for these decisions.
 
 use alloc::vec::Vec;
 use core::time::Duration;

@@ -24,8 +24,13 @@
 //! - After each input, drain decisions until `Wait` or `Done`.
 //! - [`retry::Call::poll_timeout`] says the next instant the call needs a poll even if
 //!   nothing happens; an attempt not reported by its deadline counts as timed out.
-//! - A call dropped mid-flight must be [`cancelled`](retry::Call::cancel) so the gate
-//!   releases what the attempt held.
+//! - A call dropped mid-flight should be [`cancelled`](retry::Call::cancel), so the gate
+//!   releases at once what it held (a call-in-flight slot, a probe, a reserved
+//!   rate-limit slot); the engine reclaims what an uncancelled one held once its
+//!   attempt is overdue by [`engine::RECLAIM_GRACE`], and refuses its late report.
+//! - A `Wait` may be a reserved slot: the engine paces calls that would exceed a rate
+//!   limit (the caller's own, or what the server's headers taught) by handing each the
+//!   first free instant, in arrival order; the driver just sleeps until it.
 //!
 //! ```
 //! use core::time::Duration;

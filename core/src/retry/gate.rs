@@ -190,8 +190,9 @@ pub(crate) mod sealed {
 #[cfg(feature = "testing")]
 pub use sealed::Sealed;
 
-/// The shared machines a [`Call`] consults: one seam, asked before each attempt and told
-/// after it. [`SingleEndpoint`] is the simplest gate; the engine is the full one.
+/// The shared machines a [`Call`](super::Call) consults: one seam, asked before each
+/// attempt and told after it. [`SingleEndpoint`](super::SingleEndpoint) is the simplest
+/// gate; the engine is the full one.
 pub trait Gate: sealed::Sealed {
     /// The RNG jitter is drawn from.
     type Rng: Rng + ?Sized;
