@@ -37,6 +37,7 @@ use steadfast_core::time::Timestamp;
 mod checks;
 pub mod compare;
 mod driver;
+pub mod ideal;
 pub mod reply;
 pub mod report;
 mod scale;
@@ -45,6 +46,7 @@ pub mod text;
 
 pub use checks::Violation;
 pub use driver::{CallRecord, Request, Run, Tally, arrival_instants, engine_seed};
+pub use ideal::Ideal;
 pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
 pub use scale::time_scaled_policy;
