@@ -85,6 +85,92 @@ pub fn ms(x: f64) -> String {
     }
 }
 
+/// A ratio to the ideal, or `-` when there is none.
+pub fn ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"))
+}
+
+/// The headline figures: each with the ideal's and the ratio to it beside it, and a
+/// remark.
+fn figures(r: &Report) -> Table {
+    let (i, v) = (&r.ideal, &r.vs_ideal);
+    let mut t = Table::new();
+    t.left_last();
+    let mut row = |name: &str, value: String, ideal: String, ratio: String, note: &str| {
+        t.row([name.to_string(), value, ideal, ratio, note.to_string()]);
+    };
+    let none = String::new;
+    row("", "run".into(), "ideal".into(), "ratio".into(), "");
+    row("calls", r.calls.to_string(), none(), none(), "");
+    row("succeeded", r.succeeded.to_string(), none(), none(), "");
+    row(
+        "success rate",
+        pct(r.success_rate),
+        pct(i.success_rate),
+        ratio(v.success_rate),
+        "",
+    );
+    let gave_up: u64 = r.give_ups.values().sum();
+    row("gave up", gave_up.to_string(), none(), none(), "");
+    for (reason, n) in &r.give_ups {
+        row(&format!("  {reason}"), n.to_string(), none(), none(), "");
+    }
+    let most = format!("max {}", r.attempts_per_call.max);
+    row(
+        "attempts per call",
+        format!("{:.3}", r.attempts_per_call.mean),
+        none(),
+        none(),
+        &most,
+    );
+    row(
+        "upstream requests",
+        r.upstream_requests.to_string(),
+        format!("{:.1}", i.upstream_requests),
+        ratio(v.upstream_requests),
+        "",
+    );
+    let per_call = i.upstream_requests / r.calls.max(1) as f64;
+    row(
+        "amplification",
+        format!("{:.3}", r.amplification),
+        format!("{per_call:.3}"),
+        ratio(v.upstream_requests),
+        "requests per call",
+    );
+    row(
+        "makespan",
+        ms(r.makespan_s * 1e3),
+        ms(i.makespan_s * 1e3),
+        ratio(v.makespan),
+        "first arrival to last finish",
+    );
+    let (l, il) = (&r.latency_ms, &i.latency_ms);
+    for (name, value, ideal, vs) in [
+        ("mean", l.mean, il.mean, v.latency_mean),
+        ("p50", l.p50, il.p50, v.latency_p50),
+        ("p95", l.p95, il.p95, v.latency_p95),
+        ("p99", l.p99, il.p99, v.latency_p99),
+    ] {
+        row(
+            &format!("latency {name}"),
+            ms(value),
+            ms(ideal),
+            ratio(vs),
+            "",
+        );
+    }
+    row("latency max", ms(l.max), none(), none(), "");
+    row(
+        "budget exhausted",
+        r.budget_exhausted.to_string(),
+        none(),
+        none(),
+        "calls",
+    );
+    t
+}
+
 /// The report as text.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
@@ -93,47 +179,7 @@ pub fn render(r: &Report) -> String {
         "steadfast sim: scenario {}, policy {}, seed {}\n",
         r.scenario, r.policy, r.seed
     );
-    let mut t = Table::new();
-    t.row(["calls".to_string(), r.calls.to_string()]);
-    t.row([
-        "succeeded".to_string(),
-        r.succeeded.to_string(),
-        pct(r.success_rate),
-    ]);
-    let gave_up: u64 = r.give_ups.values().sum();
-    t.row(["gave up".to_string(), gave_up.to_string()]);
-    for (reason, n) in &r.give_ups {
-        t.row([format!("  {reason}"), n.to_string()]);
-    }
-    t.row([
-        "attempts per call".to_string(),
-        format!("{:.3}", r.attempts_per_call.mean),
-        format!("max {}", r.attempts_per_call.max),
-    ]);
-    t.row([
-        "upstream requests".to_string(),
-        r.upstream_requests.to_string(),
-    ]);
-    t.row([
-        "amplification".to_string(),
-        format!("{:.3}", r.amplification),
-        "requests per call".to_string(),
-    ]);
-    let l = r.latency_ms;
-    for (name, v) in [
-        ("p50", l.p50),
-        ("p95", l.p95),
-        ("p99", l.p99),
-        ("max", l.max),
-    ] {
-        t.row([format!("latency {name}"), ms(v)]);
-    }
-    t.row([
-        "budget exhausted".to_string(),
-        r.budget_exhausted.to_string(),
-        "calls".to_string(),
-    ]);
-    out.push_str(&t.render(0));
+    out.push_str(&figures(r).render(0));
 
     out.push_str("\nendpoints\n");
     let mut t = Table::new();
