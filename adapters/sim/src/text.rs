@@ -90,61 +90,84 @@ pub fn ratio(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"))
 }
 
-/// The headline figures: each with the ideal's and the ratio to it beside it, and a
-/// remark.
+/// A table of figures, each with the ideal's and the ratio to it beside it.
+struct Figures(Table);
+
+impl Figures {
+    fn row(&mut self, name: &str, value: String, ideal: String, ratio: String, note: &str) {
+        self.0
+            .row([name.to_string(), value, ideal, ratio, note.to_string()]);
+    }
+
+    /// A figure with nothing to compare it to.
+    fn plain(&mut self, name: &str, value: String, note: &str) {
+        self.row(name, value, String::new(), String::new(), note);
+    }
+}
+
+/// The headline figures, beside the ideal's where it has one.
 fn figures(r: &Report) -> Table {
-    let (i, v) = (&r.ideal, &r.vs_ideal);
     let mut t = Table::new();
     t.left_last();
-    let mut row = |name: &str, value: String, ideal: String, ratio: String, note: &str| {
-        t.row([name.to_string(), value, ideal, ratio, note.to_string()]);
-    };
-    let none = String::new;
-    row("", "run".into(), "ideal".into(), "ratio".into(), "");
-    row("calls", r.calls.to_string(), none(), none(), "");
-    row("succeeded", r.succeeded.to_string(), none(), none(), "");
-    row(
+    let mut f = Figures(t);
+    f.row("", "run".into(), "ideal".into(), "ratio".into(), "");
+    outcomes(&mut f, r);
+    requests(&mut f, r);
+    times(&mut f, r);
+    f.plain("budget exhausted", r.budget_exhausted.to_string(), "calls");
+    f.0
+}
+
+fn outcomes(f: &mut Figures, r: &Report) {
+    f.plain("calls", r.calls.to_string(), "");
+    f.plain("succeeded", r.succeeded.to_string(), "");
+    let (ideal, ratio_) = (r.ideal.success_rate, r.vs_ideal.success_rate);
+    f.row(
         "success rate",
         pct(r.success_rate),
-        pct(i.success_rate),
-        ratio(v.success_rate),
+        pct(ideal),
+        ratio(ratio_),
         "",
     );
     let gave_up: u64 = r.give_ups.values().sum();
-    row("gave up", gave_up.to_string(), none(), none(), "");
+    f.plain("gave up", gave_up.to_string(), "");
     for (reason, n) in &r.give_ups {
-        row(&format!("  {reason}"), n.to_string(), none(), none(), "");
+        f.plain(&format!("  {reason}"), n.to_string(), "");
     }
-    let most = format!("max {}", r.attempts_per_call.max);
-    row(
-        "attempts per call",
-        format!("{:.3}", r.attempts_per_call.mean),
-        none(),
-        none(),
-        &most,
+}
+
+fn requests(f: &mut Figures, r: &Report) {
+    let a = &r.attempts_per_call;
+    let most = format!("max {}", a.max);
+    f.plain("attempts per call", format!("{:.3}", a.mean), &most);
+    let (ideal, vs) = (
+        r.ideal.upstream_requests,
+        ratio(r.vs_ideal.upstream_requests),
     );
-    row(
+    let count = r.upstream_requests.to_string();
+    f.row(
         "upstream requests",
-        r.upstream_requests.to_string(),
-        format!("{:.1}", i.upstream_requests),
-        ratio(v.upstream_requests),
+        count,
+        format!("{ideal:.1}"),
+        vs.clone(),
         "",
     );
-    let per_call = i.upstream_requests / r.calls.max(1) as f64;
-    row(
+    let per_call = format!("{:.3}", ideal / r.calls.max(1) as f64);
+    let amplification = format!("{:.3}", r.amplification);
+    f.row(
         "amplification",
-        format!("{:.3}", r.amplification),
-        format!("{per_call:.3}"),
-        ratio(v.upstream_requests),
+        amplification,
+        per_call,
+        vs,
         "requests per call",
     );
-    row(
-        "makespan",
-        ms(r.makespan_s * 1e3),
-        ms(i.makespan_s * 1e3),
-        ratio(v.makespan),
-        "first arrival to last finish",
-    );
+}
+
+fn times(f: &mut Figures, r: &Report) {
+    let (i, v) = (&r.ideal, &r.vs_ideal);
+    let (makespan, ideal) = (ms(r.makespan_s * 1e3), ms(i.makespan_s * 1e3));
+    let note = "first arrival to last finish";
+    f.row("makespan", makespan, ideal, ratio(v.makespan), note);
     let (l, il) = (&r.latency_ms, &i.latency_ms);
     for (name, value, ideal, vs) in [
         ("mean", l.mean, il.mean, v.latency_mean),
@@ -152,7 +175,7 @@ fn figures(r: &Report) -> Table {
         ("p95", l.p95, il.p95, v.latency_p95),
         ("p99", l.p99, il.p99, v.latency_p99),
     ] {
-        row(
+        f.row(
             &format!("latency {name}"),
             ms(value),
             ms(ideal),
@@ -160,15 +183,7 @@ fn figures(r: &Report) -> Table {
             "",
         );
     }
-    row("latency max", ms(l.max), none(), none(), "");
-    row(
-        "budget exhausted",
-        r.budget_exhausted.to_string(),
-        none(),
-        none(),
-        "calls",
-    );
-    t
+    f.plain("latency max", ms(l.max), "");
 }
 
 /// The report as text.

@@ -76,7 +76,10 @@ fn holds(r: &Report, b: &Bounds) -> Result<(), String> {
     }
     let requests = v.upstream_requests.unwrap_or(f64::NAN);
     if !(b.requests.0..=b.requests.1).contains(&requests) {
-        return Err(format!("requests ÷ ideal {requests} outside {:?}", b.requests));
+        return Err(format!(
+            "requests ÷ ideal {requests} outside {:?}",
+            b.requests
+        ));
     }
     at_most("makespan ÷ ideal", v.makespan, b.makespan)?;
     at_most("mean latency ÷ ideal", v.latency_mean, b.mean)?;
