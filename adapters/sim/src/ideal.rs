@@ -106,30 +106,17 @@ impl Ideal {
         deadline: Option<Duration>,
     ) -> Ideal {
         let s = schedule::schedule(scenario, arrivals, deadline);
-        let n = s.plans.len().max(1) as f64;
-        let first = s
-            .plans
-            .iter()
-            .map(|p| p.arrived)
-            .min()
-            .unwrap_or(Timestamp::ZERO);
-        let last = s
-            .plans
-            .iter()
-            .map(|p| p.finished)
-            .max()
-            .unwrap_or(Timestamp::ZERO);
-        let mean: f64 = s
-            .plans
-            .iter()
-            .map(|p| secs_between(p.arrived, p.finished))
-            .sum::<f64>()
-            / n;
+        let plans = &s.plans;
+        let n = plans.len().max(1) as f64;
+        let total = |f: fn(&Plan) -> f64| plans.iter().map(f).sum::<f64>();
+        let first = plans.first().map_or(Timestamp::ZERO, |p| p.arrived);
+        let last = plans.iter().map(|p| p.finished).max();
+        let mean = total(|p| secs_between(p.arrived, p.finished)) / n;
         let quantile = |q| round(quantile(&s, q) * 1e3, 1);
         Ideal {
-            success_rate: round(s.plans.iter().map(|p| p.served).sum::<f64>() / n, 6),
-            upstream_requests: round(s.plans.iter().map(|p| p.requests).sum(), 1),
-            makespan_s: round(secs_between(first, last), 3),
+            success_rate: round(total(|p| p.served) / n, 6),
+            upstream_requests: round(total(|p| p.requests), 1),
+            makespan_s: round(secs_between(first, last.unwrap_or(first)), 3),
             latency_ms: IdealLatency {
                 mean: round(mean * 1e3, 1),
                 p50: quantile(0.50),

@@ -92,21 +92,21 @@ fn a_token_bucket_paces_by_the_calls_tokens() {
     assert_eq!(ideal.makespan_s, 40.0);
 }
 
-const OUTAGE: &str = r#"
-[load]
-concurrency = 100
-[[endpoints]]
-name = "a"
-latency = { fixed = "100ms" }
-[[endpoints.outages]]
-start = "3s"
-end = "6s"
-kind = "status"
-"#;
+/// One endpoint answering in 100 ms, with an outage window of `kind`.
+fn with_outage(start: &str, end: &str, kind: &str) -> String {
+    format!(
+        "[load]\nconcurrency = 100\n[[endpoints]]\nname = \"a\"\nlatency = {{ fixed = \"100ms\" }}\n\
+         [[endpoints.outages]]\nstart = \"{start}\"\nend = \"{end}\"\nkind = \"{kind}\"\n"
+    )
+}
+
+fn outage() -> String {
+    with_outage("3s", "6s", "status")
+}
 
 #[test]
 fn no_request_goes_into_a_full_outage() {
-    let s = scenario(OUTAGE);
+    let s = scenario(&outage());
     let plans = schedule(&s, &every_second(10), None).plans;
     let window = Duration::from_secs(3)..Duration::from_secs(6);
     for (i, p) in plans.iter().enumerate() {
@@ -123,7 +123,7 @@ fn no_request_goes_into_a_full_outage() {
 
 #[test]
 fn a_call_that_cannot_be_sent_within_its_deadline_is_not_sent() {
-    let s = scenario(OUTAGE);
+    let s = scenario(&outage());
     let ideal = Ideal::compute(&s, &every_second(10), Some(Duration::from_secs(2)));
     // The calls of 3 s and 4 s would wait until 6 s: too late for an answer by 5 s
     // and 6 s.
@@ -131,21 +131,13 @@ fn a_call_that_cannot_be_sent_within_its_deadline_is_not_sent() {
     assert_eq!(ideal.upstream_requests, 8.0);
 }
 
-const FAILOVER: &str = r#"
-[load]
-concurrency = 100
-[[endpoints]]
-name = "a"
-latency = { fixed = "100ms" }
-[[endpoints.outages]]
-start = "0s"
-end = "10s"
-kind = "timeout"
-[[endpoints]]
-name = "b"
-priority = 1
-latency = { fixed = "1s" }
-"#;
+/// `a`, down for its first 10 s, and `b`, lower in priority, answering in `b_latency`.
+fn failover(b_latency: &str) -> Scenario {
+    let b = format!(
+        "[[endpoints]]\nname = \"b\"\npriority = 1\nlatency = {{ fixed = \"{b_latency}\" }}\n"
+    );
+    scenario(&(with_outage("0s", "10s", "timeout") + &b))
+}
 
 fn endpoints(s: &Scenario, n: u64) -> Vec<usize> {
     let plans = schedule(s, &every_second(n), None).plans;
@@ -157,13 +149,13 @@ fn endpoints(s: &Scenario, n: u64) -> Vec<usize> {
 
 #[test]
 fn a_call_fails_over_or_waits_whichever_answers_sooner() {
-    let s = scenario(FAILOVER);
+    let s = failover("1s");
     // b answers within 1 s; a only after its outage, at 10.1 s.
     assert_eq!(endpoints(&s, 12), [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0]);
     let ideal = Ideal::compute(&s, &every_second(12), None);
     assert_eq!(ideal.latency_ms.p99, 1000.0);
     // With b at 5 s, waiting for a is sooner from 6 s on (10.1 s < 11 s).
-    let slow = scenario(&FAILOVER.replace("\"1s\"", "\"5s\""));
+    let slow = failover("5s");
     assert_eq!(endpoints(&slow, 12), [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]);
 }
 
@@ -193,7 +185,7 @@ fn bad_keys_are_never_used() {
 
 #[test]
 fn a_partial_outage_doubles_the_requests_at_half_rate() {
-    let text = OUTAGE.replace("kind = \"status\"", "kind = \"status\"\nrate = 0.5");
+    let text = outage() + "rate = 0.5\n";
     let ideal = Ideal::compute(&scenario(&text), &every_second(10), None);
     // Three calls in the window need two requests each on average.
     assert!((ideal.upstream_requests - 13.0).abs() < 1e-3, "{ideal:?}");
