@@ -19,18 +19,9 @@ pub(crate) struct KeyLimits {
 
 impl KeyLimits {
     pub(crate) fn new(l: &ServerLimits) -> KeyLimits {
-        let limited = [
-            (Window::Requests, l.requests_per_minute, l.request_burst),
-            (Window::Tokens, l.tokens_per_minute, l.token_burst),
-            (Window::InputTokens, l.input_tokens_per_minute, None),
-            (Window::OutputTokens, l.output_tokens_per_minute, None),
-        ];
-        let buckets = limited
-            .into_iter()
-            .filter_map(|(w, limit, burst)| {
-                let limit = limit?;
-                Some((w, Bucket::new(limit, burst.unwrap_or(limit))))
-            })
+        let buckets = l
+            .windows()
+            .map(|(w, limit, burst)| (w, Bucket::new(limit, burst)))
             .collect();
         KeyLimits { buckets }
     }
@@ -44,20 +35,14 @@ impl KeyLimits {
         call: &Call,
         out: &mut Vec<Header>,
     ) -> Result<(), Duration> {
-        let cost = |w: Window| match w {
-            Window::Requests => 1,
-            Window::Tokens => call.tokens(),
-            Window::InputTokens => call.input_tokens,
-            Window::OutputTokens => call.output_tokens,
-        };
         let wait = self
             .buckets
             .iter()
-            .filter_map(|(w, b)| b.check(now, cost(*w)).err())
+            .filter_map(|(w, b)| b.check(now, w.cost(call)).err())
             .max();
         if wait.is_none() {
             for (w, b) in &mut self.buckets {
-                b.take(now, cost(*w));
+                b.take(now, w.cost(call));
             }
         }
         self.headers(call.provider, now, wall, out);

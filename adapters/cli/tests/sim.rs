@@ -54,6 +54,9 @@ fn text_report_shows_the_figures() {
     assert!(out.starts_with("steadfast sim: scenario outage, policy default, seed 3\n"));
     for needle in [
         "succeeded",
+        "ratio",
+        "makespan",
+        "latency mean",
         "attempts per call",
         "amplification",
         "latency p99",
@@ -63,6 +66,13 @@ fn text_report_shows_the_figures() {
     ] {
         assert!(out.contains(needle), "no `{needle}` in:\n{out}");
     }
+    // The standard preset fails fast in the outage, where a perfect client holds.
+    let rate = out
+        .lines()
+        .find(|l| l.starts_with("success rate"))
+        .unwrap_or_else(|| panic!("no success rate in:\n{out}"));
+    let cells: Vec<&str> = rate.split_whitespace().collect();
+    assert_eq!(cells.get(3), Some(&"100.00%"), "{rate}");
 }
 
 #[test]
@@ -80,6 +90,9 @@ fn json_report_has_a_stable_key_order() {
         "\"give_ups\"",
         "\"amplification\"",
         "\"latency_ms\"",
+        "\"makespan_s\"",
+        "\"ideal\"",
+        "\"vs_ideal\"",
         "\"breaker_transitions\"",
         "\"keys\"",
         "\"timeline\"",
@@ -88,6 +101,17 @@ fn json_report_has_a_stable_key_order() {
     .map(|k| out.find(k).unwrap_or_else(|| panic!("no {k}")))
     .collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+    let ideal = &v["ideal"];
+    assert_eq!(ideal["success_rate"], 1.0);
+    assert!(
+        ideal["upstream_requests"]
+            .as_f64()
+            .is_some_and(|n| n > 300.0)
+    );
+    assert!(ideal["latency_ms"]["p99"].is_number());
+    assert!(v["vs_ideal"]["upstream_requests"].is_number());
+    // The ideal median of instant answers is zero: no ratio.
+    assert!(v["vs_ideal"]["latency_p50"].is_null());
 }
 
 #[test]
@@ -169,6 +193,13 @@ fn compare_mode_marks_better_and_worse() {
             .to_string()
     };
     assert!(line("requests in outages").ends_with(">> worse"), "{out}");
+    for metric in ["ideal success rate", "requests / ideal", "makespan / ideal"] {
+        let cells = line(metric);
+        let numbers = cells
+            .split_whitespace()
+            .filter(|c| c.parse::<f64>().is_ok() || c.ends_with('%'));
+        assert!(numbers.count() >= 2, "both policies' {metric}: {cells}");
+    }
     assert!(line("success rate").ends_with("<< better"), "{out}");
     assert_eq!(out, stdout(&args));
     let json = stdout(&[
@@ -185,6 +216,9 @@ fn compare_mode_marks_better_and_worse() {
     assert_eq!(v["a"]["policy"], "default");
     assert_eq!(v["b"]["policy"], "naked");
     assert!(v["diff"].as_array().is_some_and(|d| !d.is_empty()));
+    for side in ["a", "b"] {
+        assert!(v[side]["vs_ideal"]["makespan"].is_number(), "{json}");
+    }
     let svg = scratch("cmp.svg");
     let path = svg.display().to_string();
     stdout(&[

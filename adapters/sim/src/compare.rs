@@ -33,7 +33,8 @@ pub struct Diff {
     pub b: f64,
     /// `b - a`.
     pub delta: f64,
-    /// `better`, `worse`, `same`, or `changed` for metrics with no better direction.
+    /// `better`, `worse`, `same`, `changed` for metrics with no better direction, or
+    /// `n/a` when either run has no value (a ratio to an ideal of zero).
     pub verdict: &'static str,
 }
 
@@ -57,6 +58,7 @@ impl<'a> Comparison<'a> {
                 let (x, y) = (get(a), get(b));
                 let delta = round6(y - x);
                 let verdict = match (delta.abs() < 1e-9, better) {
+                    _ if !delta.is_finite() => "n/a",
                     (true, _) => "same",
                     (false, Better::Neither) => "changed",
                     (false, Better::Higher) if delta > 0.0 => "better",
@@ -82,11 +84,28 @@ fn round6(x: f64) -> f64 {
 
 type Metric = (&'static str, fn(&Report) -> f64, Better, Unit);
 
-fn metrics() -> [Metric; 14] {
+/// A ratio to the ideal, NaN (shown `-`, serialized `null`) when there is none.
+fn vs(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
+}
+
+fn metrics() -> [Metric; 23] {
     use Better::{Higher, Lower, Neither};
     use Unit::{Count, Fraction, Millis, Ratio};
     [
         ("success rate", |r| r.success_rate, Higher, Fraction),
+        (
+            "ideal success rate",
+            |r| r.ideal.success_rate,
+            Neither,
+            Fraction,
+        ),
+        (
+            "success / ideal",
+            |r| vs(r.vs_ideal.success_rate),
+            Higher,
+            Ratio,
+        ),
         (
             "gave up",
             |r| r.give_ups.values().sum::<u64>() as f64,
@@ -113,14 +132,46 @@ fn metrics() -> [Metric; 14] {
         ),
         ("amplification", |r| r.amplification, Lower, Ratio),
         (
+            "requests / ideal",
+            |r| vs(r.vs_ideal.upstream_requests),
+            Lower,
+            Ratio,
+        ),
+        (
             "requests in outages",
             |r| r.endpoints.iter().map(|e| e.during_outages).sum::<u64>() as f64,
             Lower,
             Count,
         ),
+        ("makespan", |r| r.makespan_s * 1e3, Lower, Millis),
+        (
+            "makespan / ideal",
+            |r| vs(r.vs_ideal.makespan),
+            Lower,
+            Ratio,
+        ),
+        ("latency mean", |r| r.latency_ms.mean, Lower, Millis),
+        (
+            "latency mean / ideal",
+            |r| vs(r.vs_ideal.latency_mean),
+            Lower,
+            Ratio,
+        ),
         ("latency p50", |r| r.latency_ms.p50, Lower, Millis),
+        (
+            "latency p50 / ideal",
+            |r| vs(r.vs_ideal.latency_p50),
+            Lower,
+            Ratio,
+        ),
         ("latency p95", |r| r.latency_ms.p95, Lower, Millis),
         ("latency p99", |r| r.latency_ms.p99, Lower, Millis),
+        (
+            "latency p99 / ideal",
+            |r| vs(r.vs_ideal.latency_p99),
+            Lower,
+            Ratio,
+        ),
         ("latency max", |r| r.latency_ms.max, Lower, Millis),
         (
             "breaker trips",
@@ -149,6 +200,9 @@ fn metrics() -> [Metric; 14] {
 }
 
 fn show(unit: Unit, v: f64) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
     match unit {
         Unit::Fraction => pct(v),
         Unit::Count => format!("{v:.0}"),
@@ -197,10 +251,10 @@ pub fn render(a: &Report, b: &Report) -> String {
             "worse" => ">> worse",
             _ => "",
         };
-        let delta = if d.verdict == "same" {
-            "=".to_string()
-        } else {
-            show_delta(unit, d.delta)
+        let delta = match d.verdict {
+            "same" => "=".to_string(),
+            "n/a" => "-".to_string(),
+            _ => show_delta(unit, d.delta),
         };
         t.row([
             d.metric.to_string(),

@@ -63,6 +63,8 @@ pub struct Run {
     pub scenario: Scenario,
     /// The seed.
     pub seed: u64,
+    /// The policy's call deadline, from a call's start (the ideal's too).
+    pub deadline: Option<core::time::Duration>,
     /// Every upstream request, in sending order.
     pub requests: Vec<Request>,
     /// Every logical call, by arrival index.
@@ -143,19 +145,29 @@ impl Wire {
         let keys = scenario
             .endpoints
             .iter()
-            .map(|e| (0..e.keys).map(|k| format!("sk-{}-{k}", e.name)).collect())
+            .map(|e| (0..e.keys).map(|k| key_text(e, k)).collect())
             .collect();
-        // One prompt token and the rest asked for as output: the call's tokens.
-        let body = format!(
-            r#"{{"model":"sim","max_tokens":{},"messages":[{{"role":"user","content":"x"}}]}}"#,
-            scenario.load.tokens.saturating_sub(1)
-        );
         Wire {
             paths,
             keys,
-            body: body.into_bytes(),
+            body: body(&scenario.load),
         }
     }
+}
+
+/// The API key the simulated client sends as key `k` of `endpoint`.
+pub(crate) fn key_text(endpoint: &crate::scenario::EndpointSpec, k: u16) -> String {
+    format!("sk-{}-{k}", endpoint.name)
+}
+
+/// The body of every simulated request: one prompt token and the rest of the call's
+/// tokens asked for as output.
+pub(crate) fn body(load: &crate::scenario::Load) -> Vec<u8> {
+    format!(
+        r#"{{"model":"sim","max_tokens":{},"messages":[{{"role":"user","content":"x"}}]}}"#,
+        load.tokens.saturating_sub(1)
+    )
+    .into_bytes()
 }
 
 pub(crate) struct Driver {
@@ -235,6 +247,7 @@ impl Driver {
             run: Run {
                 scenario: scenario.clone(),
                 seed,
+                deadline: policy.retry.deadline,
                 requests: Vec::with_capacity(calls + calls / 2),
                 calls: Vec::with_capacity(calls),
                 breaker: Vec::new(),

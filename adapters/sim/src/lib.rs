@@ -13,6 +13,9 @@
 //! Poisson process or all at once (a closed loop: N calls at concurrency C) and queue
 //! for a concurrency slot, like a real client's.
 //!
+//! Each [`Report`] sets the run's figures beside its [`Ideal`]: what a perfect client,
+//! one that knows the upstream, would need for the same calls (see [`ideal`]).
+//!
 //! Everything random comes from ChaCha8 streams derived from one `u64` seed, and events
 //! are ordered by `(instant, sequence number)`: the same scenario, policy and seed give
 //! the same [`Run`], and so the same [`Report`], byte for byte.
@@ -27,6 +30,8 @@
 //! let report = Report::new(&run, "default");
 //! assert_eq!(report.calls, 200);
 //! assert!(report.success_rate > 0.9);
+//! assert_eq!(report.ideal.success_rate, 1.0);
+//! assert!(report.vs_ideal.upstream_requests.is_some_and(|r| r < 1.1));
 //! println!("{}", steadfast_sim::text::render(&report));
 //! ```
 
@@ -37,6 +42,7 @@ use steadfast_core::time::Timestamp;
 mod checks;
 pub mod compare;
 mod driver;
+pub mod ideal;
 pub mod reply;
 pub mod report;
 mod scale;
@@ -45,6 +51,7 @@ pub mod text;
 
 pub use checks::Violation;
 pub use driver::{CallRecord, Request, Run, Tally, arrival_instants, engine_seed};
+pub use ideal::Ideal;
 pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
 pub use scale::time_scaled_policy;

@@ -11,7 +11,12 @@ use steadfast_core::retry::Finish;
 use steadfast_core::time::Timestamp;
 
 use crate::driver::Run;
+use crate::ideal::Ideal;
 use crate::reply::OutcomeClass;
+
+mod vs_ideal;
+
+pub use vs_ideal::VsIdeal;
 
 /// The summary of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,6 +43,12 @@ pub struct Report {
     pub amplification: f64,
     /// Latency of logical calls, from arrival (queueing included) to finish.
     pub latency_ms: Latency,
+    /// From the first arrival to the last call's finish, in seconds.
+    pub makespan_s: f64,
+    /// What a perfect client would need (see [`crate::ideal`]).
+    pub ideal: Ideal,
+    /// The figures above divided by the ideal's.
+    pub vs_ideal: VsIdeal,
     /// Calls that gave up because every usable endpoint's retry budget was spent.
     pub budget_exhausted: u64,
     /// Breaker transitions, in order.
@@ -59,9 +70,11 @@ pub struct Attempts {
     pub max: u32,
 }
 
-/// Latency percentiles in milliseconds (nearest rank).
+/// Latency in milliseconds: the mean and percentiles (nearest rank).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
+    /// The mean.
+    pub mean: f64,
     /// Median.
     pub p50: f64,
     /// 95th percentile.
@@ -174,7 +187,7 @@ pub fn secs(t: Timestamp) -> f64 {
     round(t.as_nanos() as f64 / 1e9, 3)
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
@@ -241,13 +254,28 @@ impl Report {
             .report
             .bucket
             .unwrap_or_else(|| auto_bucket(Duration::from_nanos(end.as_nanos())));
+        let latency = Latency {
+            mean: round(
+                latencies.iter().map(|&n| n as f64).sum::<f64>() / calls.max(1) as f64 / 1e6,
+                1,
+            ),
+            p50: percentile(&latencies, 0.50),
+            p95: percentile(&latencies, 0.95),
+            p99: percentile(&latencies, 0.99),
+            max: percentile(&latencies, 1.0),
+        };
+        let success_rate = round(succeeded as f64 / calls.max(1) as f64, 6);
+        let makespan_s = makespan(run);
+        let arrivals: Vec<Timestamp> = run.calls.iter().map(|c| c.arrived).collect();
+        let ideal = Ideal::compute(sc, &arrivals, run.deadline);
+        let requests = run.requests.len() as u64;
         Report {
             scenario: sc.name.clone(),
             policy: policy.to_string(),
             seed: run.seed,
             calls,
             succeeded,
-            success_rate: round(succeeded as f64 / calls.max(1) as f64, 6),
+            success_rate,
             budget_exhausted: give_ups.get("budget_exhausted").copied().unwrap_or(0),
             give_ups,
             attempts_per_call: Attempts {
@@ -259,14 +287,12 @@ impl Report {
                     .max()
                     .unwrap_or(0),
             },
-            upstream_requests: run.requests.len() as u64,
-            amplification: per_call(run.requests.len() as u64),
-            latency_ms: Latency {
-                p50: percentile(&latencies, 0.50),
-                p95: percentile(&latencies, 0.95),
-                p99: percentile(&latencies, 0.99),
-                max: percentile(&latencies, 1.0),
-            },
+            upstream_requests: requests,
+            amplification: per_call(requests),
+            latency_ms: latency,
+            makespan_s,
+            vs_ideal: VsIdeal::new(success_rate, requests, makespan_s, &latency, &ideal),
+            ideal,
             breaker_transitions: run
                 .breaker
                 .iter()
@@ -281,6 +307,18 @@ impl Report {
             endpoints: endpoints(run),
             timeline: timeline(run, bucket, end),
         }
+    }
+}
+
+/// From the first arrival to the last finish, in seconds.
+fn makespan(run: &Run) -> f64 {
+    let first = run.calls.iter().map(|c| c.arrived).min();
+    let last = run.calls.iter().map(|c| c.finished).max();
+    match (first, last) {
+        (Some(a), Some(b)) => secs(Timestamp::from_nanos(
+            b.as_nanos().saturating_sub(a.as_nanos()),
+        )),
+        _ => 0.0,
     }
 }
 

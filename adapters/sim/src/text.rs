@@ -85,6 +85,107 @@ pub fn ms(x: f64) -> String {
     }
 }
 
+/// A ratio to the ideal, or `-` when there is none.
+pub fn ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"))
+}
+
+/// A table of figures, each with the ideal's and the ratio to it beside it.
+struct Figures(Table);
+
+impl Figures {
+    fn row(&mut self, name: &str, value: String, ideal: String, ratio: String, note: &str) {
+        self.0
+            .row([name.to_string(), value, ideal, ratio, note.to_string()]);
+    }
+
+    /// A figure with nothing to compare it to.
+    fn plain(&mut self, name: &str, value: String, note: &str) {
+        self.row(name, value, String::new(), String::new(), note);
+    }
+}
+
+/// The headline figures, beside the ideal's where it has one.
+fn figures(r: &Report) -> Table {
+    let mut t = Table::new();
+    t.left_last();
+    let mut f = Figures(t);
+    f.row("", "run".into(), "ideal".into(), "ratio".into(), "");
+    outcomes(&mut f, r);
+    requests(&mut f, r);
+    times(&mut f, r);
+    f.plain("budget exhausted", r.budget_exhausted.to_string(), "calls");
+    f.0
+}
+
+fn outcomes(f: &mut Figures, r: &Report) {
+    f.plain("calls", r.calls.to_string(), "");
+    f.plain("succeeded", r.succeeded.to_string(), "");
+    let (ideal, ratio_) = (r.ideal.success_rate, r.vs_ideal.success_rate);
+    f.row(
+        "success rate",
+        pct(r.success_rate),
+        pct(ideal),
+        ratio(ratio_),
+        "",
+    );
+    let gave_up: u64 = r.give_ups.values().sum();
+    f.plain("gave up", gave_up.to_string(), "");
+    for (reason, n) in &r.give_ups {
+        f.plain(&format!("  {reason}"), n.to_string(), "");
+    }
+}
+
+fn requests(f: &mut Figures, r: &Report) {
+    let a = &r.attempts_per_call;
+    let most = format!("max {}", a.max);
+    f.plain("attempts per call", format!("{:.3}", a.mean), &most);
+    let (ideal, vs) = (
+        r.ideal.upstream_requests,
+        ratio(r.vs_ideal.upstream_requests),
+    );
+    let count = r.upstream_requests.to_string();
+    f.row(
+        "upstream requests",
+        count,
+        format!("{ideal:.1}"),
+        vs.clone(),
+        "",
+    );
+    let per_call = format!("{:.3}", ideal / r.calls.max(1) as f64);
+    let amplification = format!("{:.3}", r.amplification);
+    f.row(
+        "amplification",
+        amplification,
+        per_call,
+        vs,
+        "requests per call",
+    );
+}
+
+fn times(f: &mut Figures, r: &Report) {
+    let (i, v) = (&r.ideal, &r.vs_ideal);
+    let (makespan, ideal) = (ms(r.makespan_s * 1e3), ms(i.makespan_s * 1e3));
+    let note = "first arrival to last finish";
+    f.row("makespan", makespan, ideal, ratio(v.makespan), note);
+    let (l, il) = (&r.latency_ms, &i.latency_ms);
+    for (name, value, ideal, vs) in [
+        ("mean", l.mean, il.mean, v.latency_mean),
+        ("p50", l.p50, il.p50, v.latency_p50),
+        ("p95", l.p95, il.p95, v.latency_p95),
+        ("p99", l.p99, il.p99, v.latency_p99),
+    ] {
+        f.row(
+            &format!("latency {name}"),
+            ms(value),
+            ms(ideal),
+            ratio(vs),
+            "",
+        );
+    }
+    f.plain("latency max", ms(l.max), "");
+}
+
 /// The report as text.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
@@ -93,47 +194,7 @@ pub fn render(r: &Report) -> String {
         "steadfast sim: scenario {}, policy {}, seed {}\n",
         r.scenario, r.policy, r.seed
     );
-    let mut t = Table::new();
-    t.row(["calls".to_string(), r.calls.to_string()]);
-    t.row([
-        "succeeded".to_string(),
-        r.succeeded.to_string(),
-        pct(r.success_rate),
-    ]);
-    let gave_up: u64 = r.give_ups.values().sum();
-    t.row(["gave up".to_string(), gave_up.to_string()]);
-    for (reason, n) in &r.give_ups {
-        t.row([format!("  {reason}"), n.to_string()]);
-    }
-    t.row([
-        "attempts per call".to_string(),
-        format!("{:.3}", r.attempts_per_call.mean),
-        format!("max {}", r.attempts_per_call.max),
-    ]);
-    t.row([
-        "upstream requests".to_string(),
-        r.upstream_requests.to_string(),
-    ]);
-    t.row([
-        "amplification".to_string(),
-        format!("{:.3}", r.amplification),
-        "requests per call".to_string(),
-    ]);
-    let l = r.latency_ms;
-    for (name, v) in [
-        ("p50", l.p50),
-        ("p95", l.p95),
-        ("p99", l.p99),
-        ("max", l.max),
-    ] {
-        t.row([format!("latency {name}"), ms(v)]);
-    }
-    t.row([
-        "budget exhausted".to_string(),
-        r.budget_exhausted.to_string(),
-        "calls".to_string(),
-    ]);
-    out.push_str(&t.render(0));
+    out.push_str(&figures(r).render(0));
 
     out.push_str("\nendpoints\n");
     let mut t = Table::new();

@@ -8,6 +8,7 @@ use steadfast_core::duration::serde_human;
 use steadfast_core::provider::Provider;
 
 use crate::dist::Dist;
+use crate::wire::headers::Window;
 
 /// One endpoint: a provider's base URL and model, with its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -233,6 +234,28 @@ pub struct ServerLimits {
     /// Output tokens per minute per key (Anthropic's `output-tokens` limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_minute: Option<u64>,
+}
+
+impl ServerLimits {
+    /// Every limited window with its limit per minute and its burst (the limit when
+    /// none is set), in the order the server checks them.
+    pub fn windows(&self) -> impl Iterator<Item = (Window, u64, u64)> + use<> {
+        [
+            (
+                Window::Requests,
+                self.requests_per_minute,
+                self.request_burst,
+            ),
+            (Window::Tokens, self.tokens_per_minute, self.token_burst),
+            (Window::InputTokens, self.input_tokens_per_minute, None),
+            (Window::OutputTokens, self.output_tokens_per_minute, None),
+        ]
+        .into_iter()
+        .filter_map(|(w, limit, burst)| {
+            let limit = limit?;
+            Some((w, limit, burst.unwrap_or(limit)))
+        })
+    }
 }
 
 /// What an endpoint does during an outage window.

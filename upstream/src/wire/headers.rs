@@ -72,6 +72,16 @@ pub enum Window {
 }
 
 impl Window {
+    /// What one request of `call` takes from this window's bucket.
+    pub fn cost(self, call: &super::call::Call) -> u64 {
+        match self {
+            Window::Requests => 1,
+            Window::Tokens => call.tokens(),
+            Window::InputTokens => call.input_tokens,
+            Window::OutputTokens => call.output_tokens,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Window::Requests => "requests",

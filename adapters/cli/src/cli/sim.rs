@@ -11,8 +11,10 @@ use crate::config::load_policy;
 /// Arguments of `steadfast sim`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Built-in scenarios (--list): the same as `steadfast mock`'s. Same arguments, \
-                  same output, byte for byte."
+    after_help = "Built-in scenarios (--list): the same as `steadfast mock`'s. Each figure is \
+                  shown beside the ideal (what a perfect client, knowing the upstream, would \
+                  need within the policy's deadline) and the ratio to it. Same arguments, same \
+                  output, byte for byte."
 )]
 pub struct SimArgs {
     /// A built-in scenario's name, or a scenario TOML file.
