@@ -382,6 +382,9 @@ impl Call {
                 } if now < wake => return Decision::Wait(wake),
                 State::Ready { avoid, .. } => {
                     let decision = self.next_attempt(now, gate, avoid);
+                    if matches!(self.state, State::Reserved { .. }) {
+                        continue;
+                    }
                     if let (Decision::Wait(wake), State::Ready { .. }) = (decision, self.state) {
                         self.state = State::Ready {
                             avoid,
@@ -458,14 +461,12 @@ impl Call {
         };
         match gate.admit(now, &query) {
             Admit::Go(grant) => Decision::Send(self.send(now, grant)),
-            Admit::At(grant, at) if at > now => {
+            // The reserved slot is waited for (or, if already due, confirmed) by
+            // `poll_decision`'s `Reserved` arms.
+            Admit::At(grant, at) => {
                 self.state = State::Reserved { grant, at, avoid };
                 Decision::Wait(at)
             }
-            Admit::At(grant, _) => match gate.confirm(now, &grant) {
-                Some(grant) => Decision::Send(self.send(now, grant)),
-                None => Decision::Wait(now),
-            },
             // A key cooling down for longer than this call may wait is a hint too long.
             // The hint reported is what is left of the cool-down, which may come from
             // another key's answer than this call's last.

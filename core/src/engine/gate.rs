@@ -132,18 +132,14 @@ impl Gate for Engine {
         );
         let entry = self.ledger.get_mut(grant.ticket)?;
         let s = self.endpoints.get_mut(usize::from(endpoint.0))?;
-        let permit = if usable {
-            s.breaker.permit(now)
-        } else {
-            Permit::Deny { until: now }
-        };
+        let permit = usable.then(|| s.breaker.permit(now));
         let probe = match permit {
-            Permit::Allow => None,
-            Permit::Probe => Some(s.breaker.probe_period()),
-            Permit::Deny { .. } => {
-                // While the call waited for its slot, the breaker opened, or another
-                // call's answer cooled or disabled the key: the slot is given back and
-                // the call asks again.
+            Some(Permit::Allow) => None,
+            Some(Permit::Probe) => Some(s.breaker.probe_period()),
+            // While the call waited for its slot, the breaker opened, or another call's
+            // answer cooled or disabled the key: the slot is given back and the call
+            // asks again.
+            Some(Permit::Deny { .. }) | None => {
                 s.limiter.on_finish(now, entry.tokens, None);
                 let _ = self.ledger.take(grant.ticket);
                 self.drain_events_of(endpoint);
