@@ -6,16 +6,23 @@
 //! adapter built the [`Response`], so nothing is parsed on
 //! the hot path. Precedence for a response with status 400..=599:
 //!
-//! 1. a recognised error kind in the body whose rule is set replaces the status rule;
-//! 2. otherwise the status rule applies;
-//! 3. `x-should-retry` (when [`ClassifyConfig::honor_should_retry`]) then forces
+//! 1. an `error.code` named in [`ClassifyConfig::error_codes`] (another provider's
+//!    code) decides;
+//! 2. else a recognised error kind in the body whose rule is set replaces the status
+//!    rule;
+//! 3. else an `error.type` named in `error_codes` decides;
+//! 4. otherwise the status rule applies;
+//! 5. `x-should-retry` (when [`ClassifyConfig::honor_should_retry`]) then forces
 //!    `retryable` either way, leaving class and scope alone.
 
 use crate::error::ConfigError;
 use crate::outcome::{BodyState, Outcome, Phase, Response, Transport, TransportKind};
 
+mod codes;
 #[cfg(feature = "serde")]
 mod serde_impl;
+
+pub use codes::{ErrorCodes, MAX_CODE_LEN, MAX_ERROR_CODES};
 
 #[cfg(test)]
 mod tests;
@@ -123,6 +130,10 @@ impl Class {
 pub struct ErrorFacts {
     /// The recognised error kind, if any.
     pub kind: Option<ErrorKind>,
+    /// The hash of `error.code`, for codes named in [`ClassifyConfig::error_codes`].
+    pub code_hash: Option<u64>,
+    /// The hash of `error.type`, likewise.
+    pub type_hash: Option<u64>,
 }
 
 /// Error kinds recognised in OpenAI and Anthropic error bodies, named as the wire
@@ -245,7 +256,11 @@ impl ErrorFacts {
             }
             other => other,
         };
-        ErrorFacts { kind }
+        ErrorFacts {
+            kind,
+            code_hash: found.code.and_then(scan::hash_unescaped),
+            type_hash: found.ty.and_then(scan::hash_unescaped),
+        }
     }
 }
 
@@ -358,6 +373,9 @@ pub struct ClassifyConfig {
     pub oversized_body: Rule,
     /// The rule for a status that is not a final answer (1xx, 3xx, < 100, > 599).
     pub unexpected_status: Rule,
+    /// Error `type` / `code` values of other providers, each with its rule: a body's
+    /// `code` named here wins over everything, its `type` over the status rule.
+    pub error_codes: ErrorCodes,
     // The tables are private: they are indexed by offset, which only the methods know.
     status: [Rule; STATUS_COUNT],
     error_kind: [Option<Rule>; ErrorKind::ALL.len()],
@@ -375,6 +393,7 @@ impl Default for ClassifyConfig {
                 ClassifyConfig::default_status_rule(STATUS_MIN.saturating_add(i as u16))
             }),
             error_kind: ErrorKind::ALL.map(ClassifyConfig::default_error_kind_rule),
+            error_codes: ErrorCodes::default(),
             transport: TRANSPORT_KINDS.map(ClassifyConfig::default_transport_rule),
         }
     }
@@ -408,8 +427,11 @@ impl ClassifyConfig {
                 BodyState::TooLarge => (self.oversized_body, true),
             },
             STATUS_MIN..=STATUS_MAX => {
-                let from_body = r.error.kind.and_then(|k| self.error_kind_rule(k));
-                let rule = from_body
+                let rule = self
+                    .error_codes
+                    .rule_for(r.error.code_hash)
+                    .or_else(|| r.error.kind.and_then(|k| self.error_kind_rule(k)))
+                    .or_else(|| self.error_codes.rule_for(r.error.type_hash))
                     .or_else(|| self.status_rule(r.status))
                     .unwrap_or(self.unexpected_status);
                 (rule, rule.class.indeterminate())

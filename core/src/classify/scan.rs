@@ -78,44 +78,65 @@ pub(super) fn says_context_too_long(message: &[u8]) -> bool {
 
 /// Compares a raw JSON string body with `target`, decoding escapes on the fly.
 fn eq_unescaped(raw: &[u8], target: &[u8]) -> bool {
-    let mut raw = raw.iter().copied();
     let mut target = target.iter().copied();
-    loop {
-        let Some(b) = raw.next() else {
-            return target.next().is_none();
-        };
-        let c = if b == b'\\' {
-            match raw.next() {
-                Some(b'"') => b'"',
-                Some(b'\\') => b'\\',
-                Some(b'/') => b'/',
-                Some(b'b') => 0x08,
-                Some(b'f') => 0x0c,
-                Some(b'n') => b'\n',
-                Some(b'r') => b'\r',
-                Some(b't') => b'\t',
-                Some(b'u') => {
-                    let mut v: u32 = 0;
-                    for _ in 0..4 {
-                        let Some(d) = raw.next().and_then(|h| char::from(h).to_digit(16)) else {
-                            return false;
-                        };
-                        v = v.wrapping_mul(16).wrapping_add(d);
-                    }
-                    // Every name compared against is ASCII.
-                    let Ok(c) = u8::try_from(v) else {
-                        return false;
-                    };
-                    c
-                }
-                _ => return false,
-            }
-        } else {
-            b
-        };
-        if target.next() != Some(c) {
-            return false;
+    for b in Unescape(raw.iter()) {
+        match b {
+            Some(c) if target.next() == Some(c) => {}
+            _ => return false,
         }
+    }
+    target.next().is_none()
+}
+
+/// The hash ([`super::codes`]) of a raw JSON string body, escapes decoded; `None`
+/// when an escape is malformed (or a `\u` escape is not a single byte).
+pub(super) fn hash_unescaped(raw: &[u8]) -> Option<u64> {
+    let mut bad = false;
+    let bytes = Unescape(raw.iter()).map_while(|b| {
+        bad |= b.is_none();
+        b
+    });
+    let h = super::codes::hash(bytes);
+    (!bad).then_some(h)
+}
+
+/// The bytes of a raw JSON string body with its escapes decoded: `None` for a
+/// malformed escape (and nothing after it).
+struct Unescape<'a>(core::slice::Iter<'a, u8>);
+
+impl Iterator for Unescape<'_> {
+    type Item = Option<u8>;
+
+    fn next(&mut self) -> Option<Option<u8>> {
+        let b = *self.0.next()?;
+        if b != b'\\' {
+            return Some(Some(b));
+        }
+        Some(match self.0.next() {
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            Some(b'n') => Some(b'\n'),
+            Some(b'r') => Some(b'\r'),
+            Some(b't') => Some(b'\t'),
+            Some(b'u') => self.unicode(),
+            _ => None,
+        })
+    }
+}
+
+impl Unescape<'_> {
+    /// The four hex digits after `\\u`, as one byte (every name compared against is
+    /// ASCII); `None` when they are not four hex digits or not an ASCII character.
+    fn unicode(&mut self) -> Option<u8> {
+        let mut v: u32 = 0;
+        for _ in 0..4 {
+            let d = self.0.next().and_then(|h| char::from(*h).to_digit(16))?;
+            v = v.wrapping_mul(16).wrapping_add(d);
+        }
+        u8::try_from(v).ok().filter(u8::is_ascii)
     }
 }
 

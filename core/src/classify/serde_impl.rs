@@ -7,12 +7,17 @@
 //! status = { "404" = { class = "not_found", scope = "endpoint", retryable = true } }
 //! error_kind = { insufficient_quota = { retryable = false }, invalid_request_error = "status" }
 //! transport = { tls = { class = "connect", scope = "endpoint", retryable = false } }
+//! error_code = { model_overloaded = { class = "overloaded", scope = "endpoint", retryable = true } }
 //! ```
 //!
 //! A rule read over an existing one may omit fields (they keep the existing values);
 //! an error kind may be set to the string `"status"`, meaning the status rule applies.
+//! An `error_code` (another provider's `error.code` or `error.type` value) has no
+//! existing rule: all three fields are needed.
 
-use super::{ClassifyConfig, ErrorKind, Rule, STATUS_MAX, STATUS_MIN, TRANSPORT_KINDS};
+use super::{
+    ClassifyConfig, ErrorKind, MAX_CODE_LEN, Rule, STATUS_MAX, STATUS_MIN, TRANSPORT_KINDS,
+};
 use crate::outcome::TransportKind;
 use core::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
@@ -27,6 +32,7 @@ const CONFIG_FIELDS: &[&str] = &[
     "status",
     "error_kind",
     "transport",
+    "error_code",
 ];
 const RULE_FIELDS: &[&str] = &["class", "scope", "retryable"];
 /// What an error kind set to this string means: no rule of its own.
@@ -56,6 +62,9 @@ impl Serialize for ClassifyConfig {
         }
         if self.transport != default.transport {
             map.serialize_entry("transport", &TransportDiff(self))?;
+        }
+        if !self.error_codes.is_empty() {
+            map.serialize_entry("error_code", &CodeList(self))?;
         }
         map.end()
     }
@@ -137,7 +146,7 @@ impl<'de> Visitor<'de> for ConfigVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClassifyConfig, A::Error> {
         let mut cfg = ClassifyConfig::default();
-        let mut seen = [false; 7];
+        let mut seen = [false; 8];
         while let Some(field) = map.next_key_seed(Field(CONFIG_FIELDS))? {
             if let Some(seen) = seen.get_mut(field) {
                 if *seen {
@@ -161,7 +170,8 @@ impl<'de> Visitor<'de> for ConfigVisitor {
                 }
                 4 => map.next_value_seed(StatusTable(&mut cfg))?,
                 5 => map.next_value_seed(KindTable(&mut cfg))?,
-                _ => map.next_value_seed(TransportTable(&mut cfg))?,
+                6 => map.next_value_seed(TransportTable(&mut cfg))?,
+                _ => map.next_value_seed(CodeTable(&mut cfg))?,
             }
         }
         Ok(cfg)
@@ -404,5 +414,94 @@ impl<'de> Visitor<'de> for TransportTable<'_> {
             self.0.set_transport(kind, rule);
         }
         Ok(())
+    }
+}
+
+/// The named error codes, serialized as a map from name to rule.
+struct CodeList<'c>(&'c ClassifyConfig);
+
+impl Serialize for CodeList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (name, rule) in self.0.error_codes.iter() {
+            map.serialize_entry(name, &rule)?;
+        }
+        map.end()
+    }
+}
+
+/// The `error_code` map: each name with a whole rule, added to the config's codes.
+struct CodeTable<'c>(&'c mut ClassifyConfig);
+
+impl<'de> DeserializeSeed<'de> for CodeTable<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CodeTable<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map from an error code to a rule { class, scope, retryable }")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(name) = map.next_key_seed(CodeName)? {
+            let rule = map.next_value_seed(RuleSeed(None))?;
+            self.0
+                .error_codes
+                .set(name.as_str(), rule)
+                .map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+/// An error code name, read into a fixed buffer (nothing allocated).
+struct CodeName;
+
+/// A code name of at most [`MAX_CODE_LEN`] bytes.
+struct NameBuf {
+    bytes: [u8; MAX_CODE_LEN],
+    len: usize,
+}
+
+impl NameBuf {
+    fn as_str(&self) -> &str {
+        let bytes = self.bytes.get(..self.len).unwrap_or(&[]);
+        core::str::from_utf8(bytes).unwrap_or_default()
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for CodeName {
+    type Value = NameBuf;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<NameBuf, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CodeName {
+    type Value = NameBuf;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an error code of 1 to {MAX_CODE_LEN} bytes")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<NameBuf, E> {
+        let mut bytes = [0u8; MAX_CODE_LEN];
+        match bytes.get_mut(..v.len()) {
+            Some(dst) if !v.is_empty() => {
+                dst.copy_from_slice(v.as_bytes());
+                Ok(NameBuf {
+                    bytes,
+                    len: v.len(),
+                })
+            }
+            _ => Err(E::invalid_length(v.len(), &self)),
+        }
     }
 }

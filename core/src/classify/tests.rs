@@ -30,6 +30,21 @@ fn kind(body: &str) -> Option<ErrorKind> {
     ErrorFacts::scan(body.as_bytes()).kind
 }
 
+/// A config naming two other providers' codes.
+fn with_codes() -> ClassifyConfig {
+    let mut cfg = ClassifyConfig::default();
+    let overloaded = Rule::new(Class::Unavailable, Scope::Endpoint, true);
+    cfg.error_codes.set("model_overloaded", overloaded).unwrap();
+    let exhausted = Rule::new(Class::QuotaExhausted, Scope::Key, true);
+    cfg.error_codes.set("tokens_exhausted", exhausted).unwrap();
+    cfg
+}
+
+fn classify_with(cfg: &ClassifyConfig, s: u16, body: &str) -> Verdict {
+    let r = Response::new(s).with_error(ErrorFacts::scan(body.as_bytes()));
+    cfg.classify(&r.into())
+}
+
 fn hinted(s: u16, should_retry: Option<bool>) -> Outcome {
     let hints = Hints {
         should_retry,
@@ -142,6 +157,7 @@ fn success_and_malformed_bodies() {
     // An error body on a 2xx is ignored; a body state on an error status is too.
     let ok = Response::new(200).with_error(ErrorFacts {
         kind: Some(ErrorKind::ApiError),
+        ..ErrorFacts::default()
     });
     assert_eq!(cfg.classify(&ok.into()), Verdict::Success);
     let cut_500 = Response::new(500).with_body(BodyState::Truncated);
@@ -340,6 +356,61 @@ fn code_wins_over_type() {
     }
     assert_eq!(kind(r#"{"error":{"type":"new","code":"newer"}}"#), None);
     assert_eq!(kind(r#"{"error":{"type":"Rate_Limit_Error"}}"#), None);
+}
+
+#[test]
+fn other_providers_codes_are_classified_as_configured() {
+    let cfg = with_codes();
+    let overloaded = failure(Class::Unavailable, Scope::Endpoint, true, false);
+    // A 400 would be a request error; the named type says the model is overloaded.
+    let body = r#"{"error":{"type":"model_overloaded","message":"try later"}}"#;
+    assert_eq!(with_body(400, body), status(400));
+    assert_eq!(classify_with(&cfg, 400, body), overloaded);
+    // Escapes are decoded before the comparison.
+    let escaped = r#"{"error":{"type":"model\u005foverloaded"}}"#;
+    assert_eq!(classify_with(&cfg, 400, escaped), overloaded);
+    // A named code wins over a recognised type; a recognised code over a named type.
+    let body = r#"{"error":{"type":"invalid_request_error","code":"tokens_exhausted"}}"#;
+    let exhausted = failure(Class::QuotaExhausted, Scope::Key, true, false);
+    assert_eq!(classify_with(&cfg, 400, body), exhausted);
+    let body = r#"{"error":{"type":"model_overloaded","code":"insufficient_quota"}}"#;
+    assert_eq!(
+        classify_with(&cfg, 429, body),
+        with_body(429, r#"{"error":{"code":"insufficient_quota"}}"#)
+    );
+    // Names nobody configured, or near misses, leave the status rule.
+    for body in [
+        r#"{"error":{"type":"model_overloade"}}"#,
+        r#"{"error":{"type":"model_overloaded_"}}"#,
+        r#"{"error":{"type":"model\u00"}}"#,
+    ] {
+        assert_eq!(classify_with(&cfg, 400, body), status(400), "{body}");
+    }
+}
+
+#[test]
+fn the_code_table_is_bounded_and_names_its_field() {
+    let mut cfg = ClassifyConfig::default();
+    let rule = Rule::new(Class::Unavailable, Scope::Endpoint, true);
+    for i in 0..MAX_ERROR_CODES {
+        cfg.error_codes
+            .set(&alloc::format!("code_{i}"), rule)
+            .unwrap();
+    }
+    // Setting a named code again replaces its rule.
+    let other = Rule::new(Class::BadRequest, Scope::Request, false);
+    cfg.error_codes.set("code_3", other).unwrap();
+    assert_eq!(cfg.error_codes.get("code_3"), Some(other));
+    let err = cfg.error_codes.set("one_too_many", rule).unwrap_err();
+    assert_eq!(err.field(), "classify.error_code");
+    let long = "x".repeat(MAX_CODE_LEN + 1);
+    assert!(
+        ClassifyConfig::default()
+            .error_codes
+            .set(&long, rule)
+            .is_err()
+    );
+    assert!(ClassifyConfig::default().error_codes.set("", rule).is_err());
 }
 
 #[test]
@@ -826,6 +897,23 @@ proptest! {
 mod serde_tests {
     use super::*;
     use alloc::string::ToString;
+
+    #[test]
+    fn error_codes_round_trip_and_need_a_whole_rule() {
+        let cfg: ClassifyConfig = toml::from_str(
+            "[error_code]\nmodel_overloaded = { class = \"unavailable\", scope = \"endpoint\", retryable = true }\ntokens_exhausted = { class = \"quota_exhausted\", scope = \"key\", retryable = true }\n",
+        )
+        .unwrap();
+        assert_eq!(cfg, with_codes());
+        let text = toml::to_string(&cfg).unwrap();
+        assert_eq!(toml::from_str::<ClassifyConfig>(&text).unwrap(), cfg);
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(serde_json::from_str::<ClassifyConfig>(&json).unwrap(), cfg);
+        let missing = toml::from_str::<ClassifyConfig>(
+            "[error_code]\nx = { class = \"unavailable\", scope = \"endpoint\" }\n",
+        );
+        assert!(missing.unwrap_err().to_string().contains("retryable"));
+    }
 
     #[test]
     fn default_serializes_to_nothing() {

@@ -4,7 +4,9 @@ use core::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use steadfast_core::classify::{ClassifyConfig, ErrorFacts, ErrorKind, SCAN_LIMIT, Verdict};
+use steadfast_core::classify::{
+    Class, ClassifyConfig, ErrorFacts, ErrorKind, MAX_CODE_LEN, Rule, SCAN_LIMIT, Scope, Verdict,
+};
 use steadfast_core::outcome::{BodyState, Outcome, Response};
 
 /// Phrases that mean "the prompt exceeds the context window", as documented by
@@ -62,10 +64,43 @@ pub fn error_body(data: &[u8]) {
     let Ok(Strict(json)) = serde_json::from_slice::<Strict>(body) else {
         return;
     };
+    if (400..=599).contains(&status) {
+        check_named_code(&json, status, body);
+    }
     let Some(expected) = expected_kind(&json, body.contains(&b'\\')) else {
         return;
     };
     assert_eq!(facts.kind, expected, "{}", String::from_utf8_lossy(body));
+}
+
+/// A body's `error.code`, named in the config (another provider's code), decides its
+/// class: an ASCII code of 1 to `MAX_CODE_LEN` bytes, however it was escaped.
+fn check_named_code(json: &Value, status: u16, body: &[u8]) {
+    let root = match json {
+        Value::Array(items) => items.first(),
+        other => Some(other),
+    };
+    let code = root
+        .and_then(|r| r.get("error"))
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .filter(|c| c.is_ascii() && !c.is_empty() && c.len() <= MAX_CODE_LEN);
+    let Some(code) = code else { return };
+    let mut rules = ClassifyConfig::default();
+    let named = Rule::new(Class::Overloaded, Scope::Endpoint, true);
+    if rules.error_codes.set(code, named).is_err() {
+        return;
+    }
+    let response = Response::from_http(status, core::iter::empty(), body, 0);
+    let Verdict::Failure(f) = rules.classify(&Outcome::Response(response)) else {
+        panic!("an error status succeeded: {status}");
+    };
+    assert_eq!(
+        (f.class, f.scope),
+        (Class::Overloaded, Scope::Endpoint),
+        "code {code:?} in {}",
+        String::from_utf8_lossy(body)
+    );
 }
 
 /// The kind the JSON says; `None` when it cannot be told without the raw text (an
