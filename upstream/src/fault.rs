@@ -22,6 +22,16 @@ use std::fmt;
 pub enum Fault {
     /// A normal success.
     Ok,
+    /// A success that calls a tool instead of answering with text: the tool `name`,
+    /// else the one `tool_choice` names, else the first the request offers (OpenAI: a
+    /// message with `tool_calls` and `finish_reason: "tool_calls"`; Anthropic: a
+    /// `tool_use` block and `stop_reason: "tool_use"`). A request that offers no such
+    /// tool, or whose `tool_choice` is `none`, gets a normal success.
+    ToolCall {
+        /// The tool to call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
     /// An HTTP status with an error body (a realistic one for the status and the
     /// provider of the path unless `body` is given).
     Status {
@@ -127,6 +137,7 @@ impl Fault {
     pub fn kind_name(&self) -> &'static str {
         match self {
             Fault::Ok => "ok",
+            Fault::ToolCall { .. } => "tool_call",
             Fault::Status { .. } => "status",
             Fault::Latency { .. } => "latency",
             Fault::Hang => "hang",
@@ -196,6 +207,10 @@ impl Fault {
     /// [[fault]]
     /// kind = "reset"           # also: ok, hang, reset_before_request, malformed,
     ///                          # truncated_body
+    ///
+    /// [[fault]]
+    /// kind = "tool_call"       # a tool call instead of text
+    /// name = "get_weather"     # optional: the tool
     ///
     /// [[fault]]
     /// kind = "stream_cut"

@@ -41,7 +41,7 @@
 //!
 //! let scenario = builtin::scenario("ratelimit").unwrap();
 //! let mut up = Upstream::new(scenario, UpstreamConfig::default());
-//! let body = br#"{"messages":[{"role":"user","content":"hi"}]}"#;
+//! let body = br#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#;
 //! let facts = RequestFacts::client(Provider::OpenAi, "/v1/chat/completions", "sk-1", None, body);
 //! let answer = up.handle(Timestamp::ZERO, 1_767_225_600, &facts);
 //! assert_eq!(answer.status(), Some(200));

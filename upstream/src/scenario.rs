@@ -19,7 +19,9 @@ mod knobs;
 mod scale;
 
 pub use check::{MAX_CALLS, MAX_ENDPOINTS, MAX_KEYS, ScenarioError};
-pub use endpoint::{BadKey, BadKeyKind, EndpointSpec, Faults, Outage, OutageKind, ServerLimits};
+pub use endpoint::{
+    BadKey, BadKeyKind, EndpointSpec, Faults, Outage, OutageKind, ServerLimits, ToolUse,
+};
 pub use knobs::Knobs;
 
 /// A whole scenario.

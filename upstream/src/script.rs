@@ -21,7 +21,9 @@ pub(crate) fn verdict(fault: Fault, provider: Provider, success: &Success, id: &
         })
     };
     let v = match fault {
-        Fault::Ok | Fault::ResetBeforeRequest => Verdict::ok(Duration::ZERO),
+        Fault::Ok | Fault::ResetBeforeRequest | Fault::ToolCall { .. } => {
+            Verdict::ok(Duration::ZERO)
+        }
         Fault::Status {
             status: 200,
             body: None,

@@ -17,7 +17,9 @@ use crate::scenario::Scenario;
 use crate::server::{Ctx, Server, overloaded};
 use crate::stats::{Stats, StatsState, bump};
 use crate::verdict::{Fate, Verdict};
-use crate::wire::call::Call;
+use crate::wire::call::{Call, json_object};
+use crate::wire::check::check;
+use crate::wire::tool::ToolCall;
 use crate::wire::errors::{error_body, status_body};
 use crate::wire::headers::{Header, header};
 use crate::wire::success::Success;
@@ -35,6 +37,10 @@ pub struct UpstreamConfig {
     /// The status of outage-switch answers ([`Upstream::set_down`]); none: 503 for
     /// OpenAI, 529 for Anthropic. Default: none.
     pub down_status: Option<u16>,
+    /// Whether request bodies are checked as the real APIs check them (see
+    /// [`crate::wire::check`]): a body they would refuse gets their 400. Off, any JSON
+    /// object is served. Default: on.
+    pub strict: bool,
 }
 
 impl Default for UpstreamConfig {
@@ -43,6 +49,7 @@ impl Default for UpstreamConfig {
             seed: 0,
             max_keys: 100_000,
             down_status: None,
+            strict: true,
         }
     }
 }
@@ -227,10 +234,21 @@ impl Upstream {
             let message = "anthropic-version: header is required";
             return refuse(self, 400, "bad_request", message, INVALID);
         }
-        let call = match Call::parse(provider, facts.body) {
-            Ok(call) => call,
+        let body = match json_object(provider, facts.body) {
+            Ok(body) => body,
             Err(message) => return refuse(self, 400, "bad_request", &message, INVALID),
         };
+        if self.config.strict {
+            if let Err(r) = check(provider, &body) {
+                let mut headers = headers;
+                if provider == Provider::Anthropic {
+                    headers.push(header("x-should-retry", "false"));
+                }
+                let body = r.body(provider, &request_id);
+                return Err(Box::new(self.refuse(headers, 400, "invalid_request", body)));
+            }
+        }
+        let call = Call::of(provider, &body);
         Ok(Admitted {
             endpoint,
             provider,
@@ -321,14 +339,17 @@ impl Upstream {
         }
         let (seen, failures) = server.see(identity);
         let mut rng = request_rng(seed, identity, seen);
+        let fault = self.script.pop_front();
+        let success_seed = splitmix(identity ^ splitmix(seen));
         let success = Success {
             call: a.call.clone(),
-            seed: splitmix(identity ^ splitmix(seen)),
+            seed: success_seed,
             created: wall,
             pad: 0,
             event_latency: server.spec.event_latency,
+            tool: ToolCall::plan(&a.call, server.spec.tool_use, fault.as_ref(), success_seed),
         };
-        let verdict = match self.script.pop_front() {
+        let verdict = match fault {
             Some(fault) => crate::script::verdict(fault, a.provider, &success, &a.request_id),
             None => {
                 let c = Ctx {

@@ -17,8 +17,11 @@ use steadfast_upstream::{
     WALL_START, builtin,
 };
 
-const BODY: &[u8] = br#"{"messages":[{"role":"user","content":"hi"}]}"#;
-const STREAM: &[u8] = br#"{"stream":true,"messages":[{"role":"user","content":"a b c"}]}"#;
+// Valid for both providers: a model, `max_tokens` (Anthropic requires it) and one user
+// turn.
+const BODY: &[u8] = br#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+const STREAM: &[u8] =
+    br#"{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"a b c"}]}"#;
 
 fn up(scenario: &str) -> Upstream {
     Upstream::new(

@@ -28,6 +28,9 @@ pub struct MockConfig {
     /// Worker threads of the server's own runtime ([`crate::MockServer::start`]);
     /// 0: as many as the machine has cores, at most 4. Default: 2.
     pub worker_threads: usize,
+    /// See [`UpstreamConfig::strict`]: request bodies the real APIs would refuse get
+    /// their 400. Default: on.
+    pub strict: bool,
 }
 
 impl Default for MockConfig {
@@ -61,6 +64,7 @@ struct FileConfig {
     seed: Option<u64>,
     port: Option<u16>,
     max_keys: Option<usize>,
+    strict: Option<bool>,
     fault_rate: Option<f64>,
     outage_for_ms: Option<u64>,
     outage_requests: Option<u64>,
@@ -88,6 +92,7 @@ impl MockConfig {
             knobs: Knobs::default(),
             max_keys: 100_000,
             worker_threads: 2,
+            strict: true,
         }
     }
 
@@ -139,6 +144,7 @@ impl MockConfig {
     /// key_rules = false
     /// time_scale = 1.0
     /// max_keys = 100000
+    /// strict = true             # refuse bodies the real APIs refuse
     ///
     /// [[fault]]
     /// kind = "status"
@@ -156,6 +162,7 @@ impl MockConfig {
         set(&mut self.seed, file.seed);
         set(&mut self.port, file.port);
         set(&mut self.max_keys, file.max_keys);
+        set(&mut self.strict, file.strict);
         self.script
             .extend(steadfast_upstream::faults_from_toml_tables(file.fault)?);
         self.validate().map_err(ScriptError::whole)
@@ -172,6 +179,7 @@ impl MockConfig {
             seed: self.seed,
             max_keys: self.max_keys,
             down_status: self.knobs.outage_status,
+            strict: self.strict,
         }
     }
 

@@ -52,6 +52,39 @@ pub struct EndpointSpec {
     /// `quota_exhausted` for keys containing `quota` (any case), from the start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bad_key_names: Vec<BadKeyKind>,
+    /// Whether a request that offers tools and leaves the choice to the model gets a
+    /// tool call (see [`ToolUse`]).
+    #[serde(default, skip_serializing_if = "ToolUse::is_never")]
+    pub tool_use: ToolUse,
+}
+
+/// When the endpoint answers with a tool call (OpenAI's `tool_calls` message with
+/// `finish_reason: "tool_calls"`, Anthropic's `tool_use` block with `stop_reason:
+/// "tool_use"`), beside the requests whose `tool_choice` demands one (`required`, a
+/// named function, `any`, `tool`), which always get one.
+///
+/// ```toml
+/// [[endpoints]]
+/// name = "anthropic"
+/// api = "anthropic"
+/// tool_use = "auto"
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolUse {
+    /// Only when `tool_choice` demands it (the default).
+    #[default]
+    Never,
+    /// Also when the choice is left to the model (`auto`, or no `tool_choice`), unless
+    /// the last turn is a tool's result: the first tool offered is called, so a tool
+    /// round trip is a tool call and then text.
+    Auto,
+}
+
+impl ToolUse {
+    fn is_never(&self) -> bool {
+        *self == ToolUse::Never
+    }
 }
 
 fn one() -> u16 {
@@ -93,6 +126,7 @@ impl EndpointSpec {
             outages: Vec::new(),
             bad_keys: Vec::new(),
             bad_key_names: Vec::new(),
+            tool_use: ToolUse::Never,
         }
     }
 

@@ -28,6 +28,16 @@ pub fn error_body(
     }
 }
 
+/// OpenAI's 400 `invalid_request_error` body naming the offending `param` and the
+/// `code` (both `null` when none), as in
+/// `{"error":{"message":"Missing required parameter: 'messages'.","type":"invalid_request_error","param":"messages","code":"missing_required_parameter"}}`
+/// (quoted in SilasMarvin/lsp-ai#108).
+pub fn invalid_body(message: &str, param: Option<&str>, code: Option<&str>) -> Vec<u8> {
+    to_vec(&json!({
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    }))
+}
+
 /// The `(type, code, message)` a provider sends with `status`.
 pub fn status_error(
     provider: Provider,

@@ -2,6 +2,8 @@
 //! answers. Faces that render answers (the mock, the test harness) use these.
 
 pub mod call;
+pub mod check;
 pub mod errors;
 pub mod headers;
 pub mod success;
+pub mod tool;

@@ -2,12 +2,16 @@
 
 use core::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use steadfast_core::provider::Provider;
 
 use super::call::{Call, tokens_in};
+use super::tool::ToolCall;
 use crate::dist::Dist;
 use crate::draw::{alnum_id, rng};
+
+mod anthropic;
+mod openai;
 
 /// A success the server owes a request, rendered to bytes only by a face that sends
 /// it ([`Success::render`]); a stored success is replayed from the same plan, so the
@@ -24,6 +28,8 @@ pub struct Success {
     pub pad: usize,
     /// The pause before each event after the first.
     pub event_latency: Dist,
+    /// The tool call the answer makes instead of text (see [`crate::wire::tool`]).
+    pub tool: Option<ToolCall>,
 }
 
 /// A rendered success.
@@ -45,72 +51,71 @@ impl Rendered {
     }
 }
 
+/// What a body says, worked out once for both shapes.
+struct Plan<'a> {
+    call: &'a Call,
+    id: String,
+    model: &'a str,
+    created: u64,
+    seed: u64,
+    /// The reply text (padded).
+    text: String,
+    tool: Option<&'a ToolCall>,
+    input: u64,
+    /// Output tokens: of the text, or of the tool call's arguments; none when nothing
+    /// may be generated.
+    output: u64,
+}
+
 impl Success {
     /// The body: JSON, or SSE events for a stream.
     pub fn render(&self) -> Rendered {
-        let mut reply = self.call.reply.clone();
-        if self.pad > 0 {
-            reply.push(' ');
-            reply.extend(core::iter::repeat_n('x', self.pad.saturating_sub(1)));
-        }
+        let p = self.plan();
         let c = &self.call;
-        let out = tokens_in(reply.chars().count());
+        match (c.provider, c.stream) {
+            (Provider::OpenAi, false) => Rendered::Json(to_vec(&openai::completion(&p))),
+            (Provider::Anthropic, false) => Rendered::Json(to_vec(&anthropic::message(&p))),
+            (Provider::OpenAi, true) => self.paced(openai::events(&p, self.pieces(&p))),
+            (Provider::Anthropic, true) => self.paced(anthropic::events(&p, self.pieces(&p))),
+        }
+    }
+
+    fn plan(&self) -> Plan<'_> {
+        let c = &self.call;
+        let mut text = c.reply.clone();
+        if self.pad > 0 {
+            text.push(' ');
+            text.extend(core::iter::repeat_n('x', self.pad.saturating_sub(1)));
+        }
+        let tool = self.tool.as_ref();
+        let output = match tool {
+            Some(t) => tokens_in(t.arguments_text().chars().count()),
+            None if c.generates_nothing() => 0,
+            None => tokens_in(text.chars().count()),
+        };
         let id = match c.provider {
             Provider::OpenAi => format!("chatcmpl-{}", alnum_id(self.seed, 29)),
             Provider::Anthropic => format!("msg_{}", alnum_id(self.seed, 24)),
         };
-        let usage = json!({
-            "prompt_tokens": c.input_tokens,
-            "completion_tokens": out,
-            "total_tokens": c.input_tokens.saturating_add(out)
-        });
-        match (c.provider, c.stream) {
-            (Provider::OpenAi, false) => Rendered::Json(to_vec(&json!({
-                "id": id, "object": "chat.completion", "created": self.created,
-                "model": c.model,
-                "choices": [{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply, "refusal": null},
-                    "logprobs": null, "finish_reason": "stop"
-                }],
-                "usage": usage, "system_fingerprint": "fp_steadfast_mock"
-            }))),
-            (Provider::Anthropic, false) => Rendered::Json(to_vec(&json!({
-                "id": id, "type": "message", "role": "assistant", "model": c.model,
-                "content": [{"type": "text", "text": reply}],
-                "stop_reason": "end_turn", "stop_sequence": null,
-                "usage": {"input_tokens": c.input_tokens, "output_tokens": out}
-            }))),
-            (Provider::OpenAi, true) => self.paced(self.openai_events(&id, &reply, usage)),
-            (Provider::Anthropic, true) => self.paced(anthropic_events(c, &id, &reply, out)),
+        Plan {
+            call: c,
+            id,
+            model: &c.model,
+            created: self.created,
+            seed: self.seed,
+            text,
+            tool,
+            input: c.input_tokens,
+            output,
         }
     }
 
-    fn openai_events(&self, id: &str, reply: &str, usage: Value) -> Vec<Vec<u8>> {
-        let c = &self.call;
-        let chunk = |delta: Value, finish: Value| {
-            json!({
-                "id": id, "object": "chat.completion.chunk", "created": self.created,
-                "model": c.model, "system_fingerprint": "fp_steadfast_mock",
-                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
-            })
-        };
-        let mut events = vec![data_event(&chunk(
-            json!({"role": "assistant", "content": "", "refusal": null}),
-            Value::Null,
-        ))];
-        for piece in pieces(reply) {
-            events.push(data_event(&chunk(json!({"content": piece}), Value::Null)));
+    /// What the deltas carry: the text, or the tool call's arguments, in pieces.
+    fn pieces(&self, p: &Plan) -> Vec<String> {
+        match p.tool {
+            Some(t) => pieces(&t.arguments_text()),
+            None => pieces(&p.text),
         }
-        events.push(data_event(&chunk(json!({}), json!("stop"))));
-        if c.include_usage {
-            events.push(data_event(&json!({
-                "id": id, "object": "chat.completion.chunk", "created": self.created,
-                "model": c.model, "choices": [], "usage": usage
-            })));
-        }
-        events.push(b"data: [DONE]\n\n".to_vec());
-        events
     }
 
     /// The events with their pauses: none before the first.
@@ -129,44 +134,6 @@ impl Success {
             .collect();
         Rendered::Events(paced)
     }
-}
-
-fn anthropic_events(c: &Call, id: &str, reply: &str, out: u64) -> Vec<Vec<u8>> {
-    let mut events = vec![named_event(
-        "message_start",
-        &json!({"type": "message_start", "message": {
-            "id": id, "type": "message", "role": "assistant", "model": c.model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": c.input_tokens, "output_tokens": 1}
-        }}),
-    )];
-    events.push(named_event(
-        "content_block_start",
-        &json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}),
-    ));
-    for piece in pieces(reply) {
-        events.push(named_event(
-            "content_block_delta",
-            &json!({"type": "content_block_delta", "index": 0,
-                    "delta": {"type": "text_delta", "text": piece}}),
-        ));
-    }
-    events.push(named_event(
-        "content_block_stop",
-        &json!({"type": "content_block_stop", "index": 0}),
-    ));
-    events.push(named_event(
-        "message_delta",
-        &json!({"type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-                "usage": {"output_tokens": out}}),
-    ));
-    events.push(named_event(
-        "message_stop",
-        &json!({"type": "message_stop"}),
-    ));
-    events
 }
 
 pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
@@ -204,7 +171,10 @@ pub fn malformed(r: &Rendered) -> Rendered {
         Rendered::Json(bytes) => Rendered::Json(half(bytes).to_vec()),
         Rendered::Events(events) => {
             let mut events = events.clone();
-            let target = events.len().min(2).saturating_sub(1);
+            let delta = events
+                .iter()
+                .position(|(_, e)| e.starts_with(b"event: content_block_delta"));
+            let target = delta.unwrap_or_else(|| events.len().min(2).saturating_sub(1));
             if let Some((_, ev)) = events.get_mut(target) {
                 cut_payload(ev);
             }
@@ -240,6 +210,7 @@ mod tests {
             created: 2,
             pad: 0,
             event_latency: Dist::Fixed(Duration::from_millis(5)),
+            tool: None,
         }
     }
 
