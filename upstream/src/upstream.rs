@@ -19,10 +19,10 @@ use crate::stats::{Stats, StatsState, bump};
 use crate::verdict::{Fate, Verdict};
 use crate::wire::call::{Call, json_object};
 use crate::wire::check::check;
-use crate::wire::tool::ToolCall;
 use crate::wire::errors::{error_body, status_body};
 use crate::wire::headers::{Header, header};
 use crate::wire::success::Success;
+use crate::wire::tool::ToolCall;
 
 /// How the upstream runs, beside its scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +238,9 @@ impl Upstream {
             Ok(body) => body,
             Err(message) => return refuse(self, 400, "bad_request", &message, INVALID),
         };
-        if self.config.strict {
+        let strict =
+            self.config.strict && self.servers.get(endpoint).is_some_and(|s| s.spec.strict);
+        if strict {
             if let Err(r) = check(provider, &body) {
                 let mut headers = headers;
                 if provider == Provider::Anthropic {

@@ -5,6 +5,9 @@ mod support;
 
 use support::*;
 
+/// A request body the real APIs accept.
+const REQUEST: &str = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+
 /// The flags naming the input, the output and the dead-letter file.
 fn files<'a>(input: &'a str, out: &'a str, dead: &'a str) -> [&'a str; 6] {
     ["--input", input, "--output", out, "--dead-letter", dead]
@@ -14,7 +17,7 @@ fn files<'a>(input: &'a str, out: &'a str, dead: &'a str) -> [&'a str; 6] {
 fn bad_lines_are_named_and_good_lines_still_run() {
     let tmp = Tmp::new("badinput");
     let s = server("ok", 1, |_| {});
-    let good = |id: &str| format!("{{\"id\":\"{id}\",\"request\":{{\"messages\":[]}}}}\n");
+    let good = |id: &str| format!("{{\"id\":\"{id}\",\"request\":{REQUEST}}}\n");
     let mut text = String::new();
     text += &good("g-1"); // 1
     text += "{\"id\": \"broken\", \"request\": {\n"; // 2: not JSON
@@ -331,9 +334,9 @@ fn output_to_stdout_with_a_journal_resumes_too() {
 fn fixed_dead_letters_of_bad_lines_run_and_unfixed_ones_stay_bad() {
     let tmp = Tmp::new("fixbad");
     let s = server("ok", 1, |_| {});
-    let text = "{\"id\":\"a\",\"request\":{\"messages\":[]}}\n\
-                {\"id\":\"b\",\"request\":{\"messages\":[]}\n\
-                {\"request\":{\"messages\":[]}}\n\
+    let text = "{\"id\":\"a\",\"request\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}\n\
+                {\"id\":\"b\",\"request\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n\
+                {\"request\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}\n\
                 {\"id\":\"c\"}\n";
     let input = tmp.write("in.jsonl", text);
     let (out, dead) = (tmp.p("out.jsonl"), tmp.p("dead.jsonl"));
@@ -348,7 +351,7 @@ fn fixed_dead_letters_of_bad_lines_run_and_unfixed_ones_stay_bad() {
             let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
             match v["line"].as_u64() {
                 Some(2) => {
-                    v["raw"] = "{\"id\":\"b\",\"request\":{\"messages\":[]}}".into();
+                    v["raw"] = "{\"id\":\"b\",\"request\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}".into();
                 }
                 Some(3) => {
                     v["id"] = "d".into();
@@ -371,7 +374,7 @@ fn fixed_dead_letters_of_bad_lines_run_and_unfixed_ones_stay_bad() {
     // Once every line is fixed, the exit status is 0 again.
     let last = tmp.write(
         "last.jsonl",
-        "{\"id\":\"c\",\"request\":{\"messages\":[]}}\n",
+        "{\"id\":\"c\",\"request\":{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}\n",
     );
     let out3 = tmp.p("out3.jsonl");
     batch_at(&s.base_url(), &["--input", &last, "--output", &out3]).ok();

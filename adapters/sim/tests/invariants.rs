@@ -129,7 +129,7 @@ fn endpoint(i: usize) -> impl Strategy<Value = EndpointSpec> {
                         })
                         .into_iter()
                         .collect(),
-                    bad_key_names: Vec::new(),
+                    ..EndpointSpec::named("")
                 }
             },
         )

@@ -56,6 +56,21 @@ pub struct EndpointSpec {
     /// tool call (see [`ToolUse`]).
     #[serde(default, skip_serializing_if = "ToolUse::is_never")]
     pub tool_use: ToolUse,
+    /// Whether request bodies are checked as the real APIs check them (see
+    /// [`crate::wire::check`]): a body they would refuse gets their 400. `false` serves
+    /// any JSON object, for a scenario about something else that sends loose bodies on
+    /// purpose. Default: `true`.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub strict: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// When the endpoint answers with a tool call (OpenAI's `tool_calls` message with
@@ -127,6 +142,7 @@ impl EndpointSpec {
             bad_keys: Vec::new(),
             bad_key_names: Vec::new(),
             tool_use: ToolUse::Never,
+            strict: true,
         }
     }
 

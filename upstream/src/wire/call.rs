@@ -33,6 +33,9 @@ pub struct Call {
     pub output_tokens: u64,
     /// `max_tokens` (or `max_completion_tokens`) as given.
     pub max_tokens: Option<u64>,
+    /// The stop sequences: OpenAI's `stop` (a string or strings), Anthropic's
+    /// `stop_sequences`; empty strings left out.
+    pub stop: Vec<String>,
     /// The tools the request offers, and how it asks them to be used.
     pub offer: Offer,
     /// Whether the last turn answers a tool call (a `tool` message, a user turn with a
@@ -86,7 +89,10 @@ impl Call {
                 .unwrap_or("mock-model")
                 .to_owned(),
             stream: flag(body.get("stream")),
-            include_usage: flag(body.get("stream_options").and_then(|o| o.get("include_usage"))),
+            include_usage: flag(
+                body.get("stream_options")
+                    .and_then(|o| o.get("include_usage")),
+            ),
             include_obfuscation: body
                 .get("stream_options")
                 .and_then(|o| o.get("include_obfuscation"))
@@ -94,6 +100,7 @@ impl Call {
                 .unwrap_or(true),
             output_tokens: max_tokens.unwrap_or_else(|| tokens_in(reply.chars().count())),
             max_tokens,
+            stop: stop_sequences(provider, body),
             reply,
             input_tokens: tokens_in(prompt_chars),
             offer: Offer::of(provider, body),
@@ -106,17 +113,28 @@ impl Call {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 
-    /// Whether the answer generates nothing: Anthropic's `"max_tokens": 0` ("populate
-    /// the prompt cache without generating a response", the SDK's doc of `max_tokens`).
-    pub fn generates_nothing(&self) -> bool {
-        self.provider == Provider::Anthropic && self.max_tokens == Some(0)
-    }
-
     /// Whether the request offers tools it lets be called (`tool_choice` is not
     /// `none`).
     pub fn may_call_tools(&self) -> bool {
         !self.offer.tools.is_empty() && self.offer.choice != ToolChoice::None
     }
+}
+
+fn stop_sequences(provider: Provider, body: &Map<String, Value>) -> Vec<String> {
+    let key = match provider {
+        Provider::OpenAi => "stop",
+        Provider::Anthropic => "stop_sequences",
+    };
+    let list = match body.get(key) {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    list.into_iter().filter(|s| !s.is_empty()).collect()
 }
 
 /// The characters of the prompt, the text of the last user (or tool) turn, and whether
@@ -147,9 +165,10 @@ fn conversation(body: &Map<String, Value>) -> (usize, Option<String>, bool) {
 }
 
 fn has_tool_result(content: &Value) -> bool {
-    content
-        .as_array()
-        .is_some_and(|b| b.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")))
+    content.as_array().is_some_and(|b| {
+        b.iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+    })
 }
 
 /// The text of a content: a string, or the text of its parts (a `tool_result` block's

@@ -58,13 +58,52 @@ struct Plan<'a> {
     model: &'a str,
     created: u64,
     seed: u64,
-    /// The reply text (padded).
+    /// The reply text: cut at a stop sequence or at `max_tokens`, then padded.
     text: String,
     tool: Option<&'a ToolCall>,
+    /// Why generation ended.
+    finish: Finish,
     input: u64,
-    /// Output tokens: of the text, or of the tool call's arguments; none when nothing
-    /// may be generated.
+    /// Output tokens: of the text (none when it is empty), or of the tool call's
+    /// arguments.
     output: u64,
+}
+
+/// Why an answer ends, as both providers report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Finish {
+    /// The whole reply: OpenAI's `stop`, Anthropic's `end_turn`.
+    End,
+    /// Cut at `max_tokens`: OpenAI's `length`, Anthropic's `max_tokens`.
+    Length,
+    /// Cut before this stop sequence: OpenAI's `stop`, Anthropic's `stop_sequence` with
+    /// the sequence in `stop_sequence`.
+    Sequence(String),
+    /// A tool call: OpenAI's `tool_calls`, Anthropic's `tool_use`.
+    Tool,
+}
+
+/// The reply as generated: cut before the earliest stop sequence it contains, then at
+/// `max_tokens` (a token being four characters, as [`tokens_in`] counts them), and why
+/// it ended. Neither provider returns the stop sequence itself in the text.
+fn generate(reply: &str, stop: &[String], max_tokens: Option<u64>) -> (String, Finish) {
+    let earliest = stop
+        .iter()
+        .filter_map(|s| reply.find(s.as_str()).map(|at| (at, s)))
+        .min_by_key(|(at, _)| *at);
+    let (mut text, mut finish) = match earliest {
+        Some((at, s)) => (
+            reply.get(..at).unwrap_or_default().to_owned(),
+            Finish::Sequence(s.clone()),
+        ),
+        None => (reply.to_owned(), Finish::End),
+    };
+    let limit = max_tokens.map(|m| usize::try_from(m.saturating_mul(4)).unwrap_or(usize::MAX));
+    if let Some(limit) = limit.filter(|l| text.chars().count() > *l) {
+        text = text.chars().take(limit).collect();
+        finish = Finish::Length;
+    }
+    (text, finish)
 }
 
 impl Success {
@@ -82,7 +121,10 @@ impl Success {
 
     fn plan(&self) -> Plan<'_> {
         let c = &self.call;
-        let mut text = c.reply.clone();
+        let (mut text, finish) = match &self.tool {
+            Some(_) => (String::new(), Finish::Tool),
+            None => generate(&c.reply, &c.stop, c.max_tokens),
+        };
         if self.pad > 0 {
             text.push(' ');
             text.extend(core::iter::repeat_n('x', self.pad.saturating_sub(1)));
@@ -90,7 +132,7 @@ impl Success {
         let tool = self.tool.as_ref();
         let output = match tool {
             Some(t) => tokens_in(t.arguments_text().chars().count()),
-            None if c.generates_nothing() => 0,
+            None if text.is_empty() => 0,
             None => tokens_in(text.chars().count()),
         };
         let id = match c.provider {
@@ -105,6 +147,7 @@ impl Success {
             seed: self.seed,
             text,
             tool,
+            finish,
             input: c.input_tokens,
             output,
         }
@@ -138,6 +181,13 @@ impl Success {
 
 pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// Sets `key` of the object `v` (nothing when `v` is not an object).
+fn put(v: &mut Value, key: &str, value: Value) {
+    if let Some(map) = v.as_object_mut() {
+        map.insert(key.to_owned(), value);
+    }
 }
 
 fn data_event(v: &Value) -> Vec<u8> {

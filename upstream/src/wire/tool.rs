@@ -96,7 +96,10 @@ fn tool(provider: Provider, t: &Value) -> Option<(String, Value)> {
             (t.get("name")?, t.get("input_schema"))
         }
     };
-    Some((name.as_str()?.to_owned(), schema.cloned().unwrap_or(Value::Null)))
+    Some((
+        name.as_str()?.to_owned(),
+        schema.cloned().unwrap_or(Value::Null),
+    ))
 }
 
 fn choice_of(c: &Value) -> ToolChoice {
@@ -140,12 +143,22 @@ impl ToolCall {
             _ if tool_use == ToolUse::Auto && !call.answers_tool => offer.target(),
             _ => None,
         }?;
-        Some(ToolCall::new(call.provider, target, splitmix(seed ^ 0x7001), &call.reply))
+        Some(ToolCall::new(
+            call.provider,
+            target,
+            splitmix(seed ^ 0x7001),
+            &call.reply,
+        ))
     }
 
     /// A call of the tool `(name, schema)` with arguments made from its schema (see
     /// [`arguments`]), its id drawn from `seed`.
-    pub fn new(provider: Provider, (name, schema): &(String, Value), seed: u64, text: &str) -> Self {
+    pub fn new(
+        provider: Provider,
+        (name, schema): &(String, Value),
+        seed: u64,
+        text: &str,
+    ) -> Self {
         let id = match provider {
             Provider::OpenAi => format!("call_{}", alnum_id(seed, 24)),
             Provider::Anthropic => format!("toolu_{}", alnum_id(seed, 24)),
@@ -185,7 +198,11 @@ pub fn arguments(schema: &Value, text: &str) -> Value {
 }
 
 fn value_for(prop: &Value, text: &str) -> Value {
-    if let Some(first) = prop.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     match prop.get("type").and_then(Value::as_str) {
@@ -220,15 +237,19 @@ mod tests {
         let body = |v: Value| v.as_object().cloned().unwrap_or_default();
         let o = Offer::of(
             Provider::OpenAi,
-            &body(json!({"tools": [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}],
-                "tool_choice": {"type": "function", "function": {"name": "b"}}})),
+            &body(
+                json!({"tools": [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}],
+                "tool_choice": {"type": "function", "function": {"name": "b"}}}),
+            ),
         );
         assert_eq!(o.target().map(|t| t.0.as_str()), Some("b"));
         assert!(o.demands_call());
         let a = Offer::of(
             Provider::Anthropic,
-            &body(json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}, {"name": "f", "input_schema": {}}],
-                "tool_choice": {"type": "none"}})),
+            &body(
+                json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}, {"name": "f", "input_schema": {}}],
+                "tool_choice": {"type": "none"}}),
+            ),
         );
         assert_eq!(a.tools.len(), 1);
         assert_eq!(a.choice, ToolChoice::None);

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::super::tool::ToolCall;
-use super::{Plan, data_event};
+use super::{Finish, Plan, data_event, put};
 use crate::draw::{alnum_id, splitmix};
 
 /// The fingerprint every answer carries (`system_fingerprint`).
@@ -27,11 +27,13 @@ fn usage(p: &Plan) -> Value {
     })
 }
 
-/// `finish_reason`: `tool_calls` after a tool call, else `stop`.
-fn finish(tool: Option<&ToolCall>) -> &'static str {
-    match tool {
-        Some(_) => "tool_calls",
-        None => "stop",
+/// `finish_reason`: `stop` for a whole reply or one cut at a stop sequence, `length` at
+/// `max_tokens`, `tool_calls` after a tool call (the spec's `finish_reason` enum).
+fn finish(p: &Plan) -> &'static str {
+    match p.finish {
+        Finish::End | Finish::Sequence(_) => "stop",
+        Finish::Length => "length",
+        Finish::Tool => "tool_calls",
     }
 }
 
@@ -46,46 +48,54 @@ pub(super) fn completion(p: &Plan) -> Value {
         "role": "assistant", "content": p.text, "refusal": null, "annotations": []
     });
     if let Some(t) = p.tool {
-        message["content"] = Value::Null;
-        message["tool_calls"] = tool_calls(t);
+        put(&mut message, "content", Value::Null);
+        put(&mut message, "tool_calls", tool_calls(t));
     }
     json!({
         "id": p.id, "object": "chat.completion", "created": p.created, "model": p.model,
         "choices": [{
-            "index": 0, "message": message, "logprobs": null, "finish_reason": finish(p.tool)
+            "index": 0, "message": message, "logprobs": null, "finish_reason": finish(p)
         }],
         "usage": usage(p), "service_tier": "default", "system_fingerprint": FINGERPRINT
     })
 }
 
-/// The chunks: the role chunk, a delta per piece (of text, or of a tool call's
-/// arguments after the chunk naming the call), the chunk with `finish_reason`, with
+/// The chunks: the role chunk (naming the tool call, if any, with empty arguments, as
+/// the spec's streamed "Functions" example), a delta per piece (of text, or of the tool
+/// call's arguments), the chunk with `finish_reason`, with
 /// `include_usage` the usage chunk (`choices` empty; the other chunks carry `"usage":
 /// null`), then `data: [DONE]`. Each chunk has an `obfuscation` string unless
 /// `include_obfuscation` is false.
 pub(super) fn events(p: &Plan, pieces: Vec<String>) -> Vec<Vec<u8>> {
-    let mut deltas = vec![json!({"role": "assistant", "content": "", "refusal": null})];
+    let mut deltas = Vec::with_capacity(pieces.len().saturating_add(1));
     match p.tool {
         Some(t) => {
-            deltas[0]["content"] = Value::Null;
-            deltas.push(json!({"tool_calls": [{"index": 0, "id": t.id, "type": "function",
-                "function": {"name": t.name, "arguments": ""}}]}));
-            deltas.extend(pieces.into_iter().map(|a| {
-                json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]})
-            }));
+            deltas.push(
+                json!({"role": "assistant", "content": null, "refusal": null,
+                "tool_calls": [{"index": 0, "id": t.id, "type": "function",
+                    "function": {"name": t.name, "arguments": ""}}]}),
+            );
+            deltas.extend(
+                pieces
+                    .into_iter()
+                    .map(|a| json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]})),
+            );
         }
-        None => deltas.extend(pieces.into_iter().map(|t| json!({"content": t}))),
+        None => {
+            deltas.push(json!({"role": "assistant", "content": "", "refusal": null}));
+            deltas.extend(pieces.into_iter().map(|t| json!({"content": t})));
+        }
     }
     let mut events: Vec<Vec<u8>> = Vec::with_capacity(deltas.len().saturating_add(3));
     for (i, d) in deltas.into_iter().enumerate() {
         events.push(data_event(&chunk(p, i, d, Value::Null)));
     }
     let last = events.len();
-    events.push(data_event(&chunk(p, last, json!({}), json!(finish(p.tool)))));
+    events.push(data_event(&chunk(p, last, json!({}), json!(finish(p)))));
     if p.call.include_usage {
         let mut c = chunk(p, last.saturating_add(1), Value::Null, Value::Null);
-        c["choices"] = json!([]);
-        c["usage"] = usage(p);
+        put(&mut c, "choices", json!([]));
+        put(&mut c, "usage", usage(p));
         events.push(data_event(&c));
     }
     events.push(b"data: [DONE]\n\n".to_vec());
@@ -99,13 +109,13 @@ fn chunk(p: &Plan, i: usize, delta: Value, finish: Value) -> Value {
         "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
     });
     if p.call.include_usage {
-        c["usage"] = Value::Null;
+        put(&mut c, "usage", Value::Null);
     }
     if p.call.include_obfuscation {
         let i = u64::try_from(i).unwrap_or(u64::MAX);
         let seed = splitmix(p.seed ^ splitmix(i));
         let len = usize::try_from(seed % 16).unwrap_or(0);
-        c["obfuscation"] = Value::String(alnum_id(seed, len));
+        put(&mut c, "obfuscation", Value::String(alnum_id(seed, len)));
     }
     c
 }

@@ -33,10 +33,19 @@ pub(super) const BLOCKS: &[&str] = &[
 ];
 
 /// The blocks a `tool_result`'s `content` may hold (the SDK's `ToolResultBlockParam`).
-const RESULT_BLOCKS: &[&str] = &["text", "image", "search_result", "document", "tool_reference"];
+const RESULT_BLOCKS: &[&str] = &[
+    "text",
+    "image",
+    "search_result",
+    "document",
+    "tool_reference",
+];
 
 /// One block of a message at `loc`, returned with its tag.
-pub(super) fn block<'a>(loc: &str, v: &'a Value) -> Result<(&'a Map<String, Value>, &'a str), Rejection> {
+pub(super) fn block<'a>(
+    loc: &str,
+    v: &'a Value,
+) -> Result<(&'a Map<String, Value>, &'a str), Rejection> {
     let (map, tag) = tagged(loc, v, BLOCKS)?;
     fields(loc, map, tag)?;
     Ok((map, tag))
@@ -66,7 +75,11 @@ fn fields(loc: &str, map: &Map<String, Value>, tag: &str) -> Result<(), Rejectio
 /// A text block: `text`, a non-empty string (`messages: text content blocks must be
 /// non-empty`, quoted by API users; for `system`, `system: …`), with optional
 /// `cache_control` and `citations` (the SDK's `TextBlockParam`).
-pub(super) fn text_block(loc: &str, scope: &str, map: &Map<String, Value>) -> Result<(), Rejection> {
+pub(super) fn text_block(
+    loc: &str,
+    scope: &str,
+    map: &Map<String, Value>,
+) -> Result<(), Rejection> {
     let at = format!("{loc}.text");
     members(&at, map, &["text"], &["cache_control", "citations"])?;
     let text = map.get("text").unwrap_or(&Value::Null);
@@ -89,7 +102,11 @@ fn optional_cache_control(at: &str, map: &Map<String, Value>) -> Result<(), Reje
 fn image(at: &str, map: &Map<String, Value>) -> Result<(), Rejection> {
     members(at, map, &["source"], &["cache_control"])?;
     let loc = format!("{at}.source");
-    let (src, tag) = tagged(&loc, map.get("source").unwrap_or(&Value::Null), &["base64", "url"])?;
+    let (src, tag) = tagged(
+        &loc,
+        map.get("source").unwrap_or(&Value::Null),
+        &["base64", "url"],
+    )?;
     let loc = format!("{loc}.{tag}");
     if tag == "url" {
         members(&loc, src, &["url"], &[])?;
@@ -131,7 +148,12 @@ fn document(at: &str, map: &Map<String, Value>) -> Result<(), Rejection> {
 
 /// A tool use: `id`, `name` and an object `input` (the SDK's `ToolUseBlockParam`).
 fn tool_use(at: &str, map: &Map<String, Value>) -> Result<(), Rejection> {
-    members(at, map, &["id", "input", "name"], &["cache_control", "caller"])?;
+    members(
+        at,
+        map,
+        &["id", "input", "name"],
+        &["cache_control", "caller"],
+    )?;
     string_member(at, map, "id")?;
     string_member(at, map, "name")?;
     typed(

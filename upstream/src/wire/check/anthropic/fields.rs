@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::super::kind::Kind;
 use super::blocks::text_block;
-use super::{Rejection, fail, members, optional, tagged, typed};
+use super::{Rejection, fail, keep, members, optional, tagged, typed};
 
 /// Types from anthropic-sdk-python's `MessageCreateParamsBase`; `null` is accepted
 /// only where it marks the field `Optional` (`cache_control`, `container`,
@@ -17,23 +17,32 @@ const TYPED: &[(&str, Kind)] = &[
     ("output_config", Kind::Object),
 ];
 
-/// Every field but `messages`, `tools` and `tool_choice`.
-pub(super) fn check(body: &Map<String, Value>) -> Result<(), Rejection> {
+/// Every field but `messages`, `tools` and `tool_choice`, each fault kept in `found`.
+pub(super) fn check(body: &Map<String, Value>, found: &mut Vec<Rejection>) {
     for (key, kind) in TYPED {
-        optional(body, key, *kind)?;
+        keep(found, optional(body, key, *kind));
     }
     for key in ["container", "inference_geo"] {
         if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-            typed(key, v, Kind::Str)?;
+            keep(found, typed(key, v, Kind::Str));
         }
     }
-    max_tokens(body)?;
-    temperature(body)?;
-    stop_sequences(body)?;
-    system(body)?;
-    metadata(body)?;
-    service_tier(body)?;
-    thinking(body)?;
+    let checks: [fn(&Map<String, Value>) -> Result<(), Rejection>; 8] = [
+        max_tokens,
+        temperature,
+        stop_sequences,
+        system,
+        metadata,
+        service_tier,
+        thinking,
+        top_cache_control,
+    ];
+    for c in checks {
+        keep(found, c(body));
+    }
+}
+
+fn top_cache_control(body: &Map<String, Value>) -> Result<(), Rejection> {
     match body.get("cache_control").filter(|v| !v.is_null()) {
         Some(c) => cache_control("cache_control", c),
         None => Ok(()),

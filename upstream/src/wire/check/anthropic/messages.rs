@@ -9,28 +9,56 @@ use super::{Rejection, fail, members, typed};
 
 /// One message's turn as the pairing of tool uses and results reads it.
 #[derive(Default)]
-struct Turn {
+pub(super) struct Turn {
     /// The ids of its `tool_use` blocks.
     uses: Vec<String>,
     /// Its `tool_result` blocks: (block index, `tool_use_id`).
     results: Vec<(usize, String)>,
 }
 
-/// Checks `messages`: a list (`messages: Input should be a valid list`) of at least one
-/// message (`messages: at least one message is required`, quoted in
-/// langgenius/dify#25953 and devoxx/DevoxxGenieIDEAPlugin#567).
-pub(super) fn check(messages: &Value) -> Result<(), Rejection> {
-    typed("messages", messages, Kind::Array)?;
-    let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
+/// The shape of `messages`: a list (`messages: Input should be a valid list`) of
+/// messages (see [`shape`]), each message's first fault kept in `found`. Returns the
+/// turns, one a message (a faulty one's empty).
+pub(super) fn shapes(messages: Option<&Value>, found: &mut Vec<Rejection>) -> Vec<Turn> {
+    let Some(messages) = messages else {
+        return Vec::new();
+    };
+    let Value::Array(list) = messages else {
+        found.extend(typed("messages", messages, Kind::Array).err());
+        return Vec::new();
+    };
+    let mut turns = Vec::with_capacity(list.len());
+    for (i, m) in list.iter().enumerate() {
+        match shape(i, m) {
+            Ok(turn) => turns.push(turn),
+            Err(r) => {
+                found.push(r);
+                turns.push(Turn::default());
+            }
+        }
+    }
+    turns
+}
+
+/// The rules past the shape: at least one message (`messages: at least one message is
+/// required`, quoted in langgenius/dify#25953 and devoxx/DevoxxGenieIDEAPlugin#567),
+/// content that is not empty but in a final assistant turn (`messages.1: all messages
+/// must have non-empty content except for the optional final assistant message`,
+/// quoted in danny-avila/LibreChat#3372), tool results answering tool uses (see
+/// [`pairing`]).
+pub(super) fn check(messages: Option<&Value>, turns: &[Turn]) -> Result<(), Rejection> {
+    let list = messages
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     if list.is_empty() {
         return Err(fail("messages", "at least one message is required"));
     }
     let last = list.len().saturating_sub(1);
-    let mut turns = Vec::with_capacity(list.len());
     for (i, m) in list.iter().enumerate() {
-        turns.push(message(i, m, i == last)?);
+        non_empty(i, m, i == last)?;
     }
-    pairing(&turns)
+    pairing(turns)
 }
 
 /// One message: an object of `role` and `content` only (the SDK's `MessageParam`).
@@ -40,11 +68,7 @@ pub(super) fn check(messages: &Value) -> Result<(), Rejection> {
 /// "there is no `"system"` role for input messages in the Messages API", the SDK's doc
 /// of `messages`). The spec lists a `system` role for mid-conversation system blocks
 /// since 2026-05 (claude-opus-4-8); that is not modelled here.
-///
-/// Content is a string or a list of blocks, not empty but in a final assistant turn:
-/// `messages.1: all messages must have non-empty content except for the optional final
-/// assistant message` (quoted in danny-avila/LibreChat#3372).
-fn message(i: usize, m: &Value, last: bool) -> Result<Turn, Rejection> {
+fn shape(i: usize, m: &Value) -> Result<Turn, Rejection> {
     let loc = format!("messages.{i}");
     let Value::Object(m) = m else {
         return Err(fail(&loc, "Input should be a valid dictionary"));
@@ -57,20 +81,24 @@ fn message(i: usize, m: &Value, last: bool) -> Result<Turn, Rejection> {
             "Input should be 'user' or 'assistant'",
         ));
     }
-    let final_assistant = last && role == Some("assistant");
-    let turn = content(&loc, m)?;
+    content(&loc, m)
+}
+
+/// Content is not empty, but in a final assistant turn (a prefill).
+fn non_empty(i: usize, m: &Value, last: bool) -> Result<(), Rejection> {
+    let final_assistant = last && m.get("role").and_then(Value::as_str) == Some("assistant");
     let empty = match m.get("content") {
         Some(Value::String(s)) => s.is_empty(),
         Some(Value::Array(blocks)) => blocks.is_empty(),
         _ => false,
     };
-    if empty && !final_assistant {
-        return Err(fail(
-            &loc,
+    match empty && !final_assistant {
+        true => Err(fail(
+            &format!("messages.{i}"),
             "all messages must have non-empty content except for the optional final assistant message",
-        ));
+        )),
+        false => Ok(()),
     }
-    Ok(turn)
 }
 
 /// The content: a string, or blocks whose tool uses and results are gathered.

@@ -44,21 +44,51 @@ pub(super) const KNOWN: &[&str] = &[
     "top_p",
 ];
 
-/// Checks a Messages body. In order: the required fields (`model`, `max_tokens`,
-/// `messages`), unknown fields, the other fields, `tools` and `tool_choice`, then the
-/// messages (their tool results checked against the tools' uses).
+/// The required top-level fields, in the order they are reported.
+const REQUIRED: [&str; 3] = ["model", "max_tokens", "messages"];
+
+/// Checks a Messages body.
+///
+/// Like pydantic, the API reports every fault of a body's shape at once, joined by
+/// `; `: `max_tokens: Field required; stop: Extra inputs are not permitted;
+/// messages.0.role: Input should be 'user' or 'assistant'` (the message issue 14
+/// quotes; `tools.0.custom.eager_input_streaming: Extra inputs are not permitted;
+/// tools.3.custom.…` is another joined answer as API users parse it). In order: the
+/// missing required fields, the unknown fields, the other fields, each tool and
+/// `tool_choice`, each message. Each field, tool, message and block reports its first
+/// fault only. The rules past the shape (a non-empty list, non-empty content, tool
+/// results answering tool uses) are checked only on a body of the right shape, and the
+/// first fault is the answer.
 pub(super) fn check(body: &Map<String, Value>) -> Result<(), Rejection> {
-    for key in ["model", "max_tokens", "messages"] {
+    let mut found = Vec::new();
+    for key in REQUIRED {
         if !body.contains_key(key) {
-            return Err(fail(key, "Field required"));
+            found.push(fail(key, "Field required"));
         }
     }
-    if let Some(extra) = unknown_keys(body, KNOWN).first() {
-        return Err(fail(extra, "Extra inputs are not permitted"));
+    for extra in unknown_keys(body, KNOWN) {
+        found.push(fail(extra, "Extra inputs are not permitted"));
     }
-    fields::check(body)?;
-    tools::check(body)?;
-    messages::check(body.get("messages").unwrap_or(&Value::Null))
+    fields::check(body, &mut found);
+    tools::check(body, &mut found);
+    let turns = messages::shapes(body.get("messages"), &mut found);
+    if !found.is_empty() {
+        return Err(joined(found));
+    }
+    messages::check(body.get("messages"), &turns)
+}
+
+/// The faults of a body as one rejection, their messages joined by `; `.
+fn joined(found: Vec<Rejection>) -> Rejection {
+    let messages: Vec<String> = found.into_iter().map(|r| r.message).collect();
+    Rejection::message(messages.join("; "))
+}
+
+/// Keeps the fault of one check, if any.
+pub(super) fn keep(found: &mut Vec<Rejection>, result: Result<(), Rejection>) {
+    if let Err(r) = result {
+        found.push(r);
+    }
 }
 
 /// `{loc}: {msg}`.
@@ -103,7 +133,10 @@ pub(super) fn tagged<'a>(
         ));
     };
     let Some(tag) = map.get("type").and_then(Value::as_str) else {
-        return Err(fail(loc, "Unable to extract tag using discriminator 'type'"));
+        return Err(fail(
+            loc,
+            "Unable to extract tag using discriminator 'type'",
+        ));
     };
     if tags.contains(&tag) {
         return Ok((map, tag));
@@ -140,13 +173,20 @@ pub(super) fn members(
         .into_iter()
         .find(|k| *k != "type" && !required.contains(k) && !optional.contains(k));
     match extra {
-        Some(k) => Err(fail(&format!("{loc}.{k}"), "Extra inputs are not permitted")),
+        Some(k) => Err(fail(
+            &format!("{loc}.{k}"),
+            "Extra inputs are not permitted",
+        )),
         None => Ok(()),
     }
 }
 
 /// A member that must be a string, when present.
-pub(super) fn string_member(loc: &str, map: &Map<String, Value>, key: &str) -> Result<(), Rejection> {
+pub(super) fn string_member(
+    loc: &str,
+    map: &Map<String, Value>,
+    key: &str,
+) -> Result<(), Rejection> {
     match given(map, key) {
         Some(v) => typed(&format!("{loc}.{key}"), v, Kind::Str),
         None => Ok(()),

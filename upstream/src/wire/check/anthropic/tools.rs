@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::super::kind::Kind;
 use super::fields::cache_control;
-use super::{Rejection, fail, members, tagged, typed};
+use super::{Rejection, fail, keep, members, tagged, typed};
 
 /// The server tools' `type` tags: the members of anthropic-sdk-python's
 /// `ToolUnionParam` beside `ToolParam` (2026-08). A client tool is `custom`, its tag
@@ -42,17 +42,16 @@ const TOOL_OPTIONAL: &[&str] = &[
     "input_examples",
 ];
 
-/// `tools` and `tool_choice`.
-pub(super) fn check(body: &Map<String, Value>) -> Result<(), Rejection> {
+/// `tools` (each tool's fault kept) and `tool_choice`.
+pub(super) fn check(body: &Map<String, Value>, found: &mut Vec<Rejection>) {
     if let Some(tools) = body.get("tools") {
-        typed("tools", tools, Kind::Array)?;
+        keep(found, typed("tools", tools, Kind::Array));
         for (i, t) in tools.as_array().into_iter().flatten().enumerate() {
-            tool(i, t)?;
+            keep(found, tool(i, t));
         }
     }
-    match body.get("tool_choice") {
-        Some(c) => tool_choice(c),
-        None => Ok(()),
+    if let Some(c) = body.get("tool_choice") {
+        keep(found, tool_choice(c));
     }
 }
 
@@ -85,7 +84,12 @@ fn tool(i: usize, t: &Value) -> Result<(), Rejection> {
                 ),
             ));
         }
-        Some(_) => return Err(fail(&loc, "Unable to extract tag using discriminator 'type'")),
+        Some(_) => {
+            return Err(fail(
+                &loc,
+                "Unable to extract tag using discriminator 'type'",
+            ));
+        }
     }
     let at = format!("{loc}.custom");
     members(&at, map, &["name", "input_schema"], TOOL_OPTIONAL)?;
@@ -116,8 +120,7 @@ fn server_tool(at: &str, map: &Map<String, Value>) -> Result<(), Rejection> {
 fn valid_name(n: &str) -> bool {
     let len = n.chars().count();
     (1..=128).contains(&len)
-        && n
-            .chars()
+        && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 

@@ -27,8 +27,14 @@ const NUMBERS: &[(&str, Range)] = &[
     ("seed", range(Kind::Int, None, None)),
     ("temperature", range(Kind::Number, Some(0.0), Some(2.0))),
     ("top_p", range(Kind::Number, Some(0.0), Some(1.0))),
-    ("frequency_penalty", range(Kind::Number, Some(-2.0), Some(2.0))),
-    ("presence_penalty", range(Kind::Number, Some(-2.0), Some(2.0))),
+    (
+        "frequency_penalty",
+        range(Kind::Number, Some(-2.0), Some(2.0)),
+    ),
+    (
+        "presence_penalty",
+        range(Kind::Number, Some(-2.0), Some(2.0)),
+    ),
     ("top_logprobs", range(Kind::Int, Some(0.0), Some(20.0))),
 ];
 
@@ -121,7 +127,13 @@ fn stop(body: &Map<String, Value>) -> Result<(), Rejection> {
     let items = match v {
         Value::String(_) => return Ok(()),
         Value::Array(items) => items,
-        other => return Err(wrong_type("stop", "one of a string or array of strings", other)),
+        other => {
+            return Err(wrong_type(
+                "stop",
+                "one of a string or array of strings",
+                other,
+            ));
+        }
     };
     if items.is_empty() {
         return Err(empty_array("stop"));
@@ -145,7 +157,11 @@ fn verbosity(body: &Map<String, Value>) -> Result<(), Rejection> {
     let value = v.as_str().unwrap_or_default();
     match ["low", "medium", "high"].contains(&value) {
         true => Ok(()),
-        false => Err(invalid_value("verbosity", value, &["low", "medium", "high"])),
+        false => Err(invalid_value(
+            "verbosity",
+            value,
+            &["low", "medium", "high"],
+        )),
     }
 }
 

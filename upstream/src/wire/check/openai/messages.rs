@@ -16,7 +16,14 @@ use super::{Rejection, empty_array, invalid_value, missing, typed, wrong_type};
 /// 'assistant', 'user', 'function', 'tool', and 'developer'.` (param
 /// `messages[0].role`, code `invalid_value`; run-llama/llama_index#17748 quotes the list
 /// before `developer` was added).
-const ROLES: [&str; 6] = ["system", "assistant", "user", "function", "tool", "developer"];
+const ROLES: [&str; 6] = [
+    "system",
+    "assistant",
+    "user",
+    "function",
+    "tool",
+    "developer",
+];
 
 /// Checks `messages`: an array of at least one message object (`Invalid type for
 /// 'messages': expected an array of objects, …`; `Invalid 'messages': empty array. …`).
@@ -160,9 +167,11 @@ fn part_member(param: &str, t: &str, v: &Value) -> Result<(), Rejection> {
     }
     let format = v.get("format").and_then(Value::as_str);
     match format {
-        Some(f) if t == "input_audio" && !["wav", "mp3"].contains(&f) => {
-            Err(invalid_value(&format!("{param}.format"), f, &["wav", "mp3"]))
-        }
+        Some(f) if t == "input_audio" && !["wav", "mp3"].contains(&f) => Err(invalid_value(
+            &format!("{param}.format"),
+            f,
+            &["wav", "mp3"],
+        )),
         _ => Ok(()),
     }
 }
@@ -180,7 +189,11 @@ fn content_present(i: usize, m: &Map<String, Value>) -> Result<(), Rejection> {
     }
     let r = role(m);
     let substitutes = ["tool_calls", "function_call", "refusal", "audio"];
-    if r == "assistant" && substitutes.iter().any(|k| m.get(*k).is_some_and(|v| !v.is_null())) {
+    if r == "assistant"
+        && substitutes
+            .iter()
+            .any(|k| m.get(*k).is_some_and(|v| !v.is_null()))
+    {
         return Ok(());
     }
     if r == "developer" {

@@ -162,7 +162,9 @@ fn named_choice(choice: &Map<String, Value>, names: &[String]) -> Result<(), Rej
 /// `Invalid value for '{p}': '{p}' is only allowed when 'tools' are specified.`
 fn only_with_tools(p: &str) -> Rejection {
     Rejection {
-        message: format!("Invalid value for '{p}': '{p}' is only allowed when 'tools' are specified."),
+        message: format!(
+            "Invalid value for '{p}': '{p}' is only allowed when 'tools' are specified."
+        ),
         param: Some(p.to_owned()),
         code: None,
     }
@@ -202,7 +204,11 @@ fn call(param: &str, c: &Value) -> Result<(), Rejection> {
     }
     let kind = c.get("type").and_then(Value::as_str).unwrap_or_default();
     if !["function", "custom"].contains(&kind) {
-        return Err(invalid_value(&format!("{param}.type"), kind, &["function", "custom"]));
+        return Err(invalid_value(
+            &format!("{param}.type"),
+            kind,
+            &["function", "custom"],
+        ));
     }
     let member = format!("{param}.{kind}");
     let Some(f) = c.get(kind) else {
@@ -263,7 +269,11 @@ fn ids(m: &Map<String, Value>) -> Option<Vec<String>> {
     Some(ids)
 }
 
-fn answer(i: usize, m: &Map<String, Value>, open: Option<&mut Vec<String>>) -> Result<(), Rejection> {
+fn answer(
+    i: usize,
+    m: &Map<String, Value>,
+    open: Option<&mut Vec<String>>,
+) -> Result<(), Rejection> {
     let Some(open) = open else {
         return Err(Rejection {
             message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".to_owned(),
@@ -271,7 +281,10 @@ fn answer(i: usize, m: &Map<String, Value>, open: Option<&mut Vec<String>>) -> R
             code: None,
         });
     };
-    let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
+    let id = m
+        .get("tool_call_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if let Some(at) = open.iter().position(|o| o == id) {
         open.remove(at);
         return Ok(());
