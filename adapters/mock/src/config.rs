@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
+use steadfast_upstream::scenario::ToolUse;
 use steadfast_upstream::{Fault, Knobs, Scenario, ScriptError, UpstreamConfig, builtin};
 
 /// The server's configuration. Build it with [`MockConfig::new`],
@@ -77,6 +78,7 @@ struct FileConfig {
     stream_cut_after: Option<u32>,
     key_rules: Option<bool>,
     time_scale: Option<f64>,
+    tool_use: Option<ToolUse>,
     #[serde(default)]
     fault: Vec<toml::Table>,
 }
@@ -145,6 +147,7 @@ impl MockConfig {
     /// time_scale = 1.0
     /// max_keys = 100000
     /// strict = true             # refuse bodies the real APIs refuse
+    /// tool_use = "auto"         # answer requests offering tools with a tool call
     ///
     /// [[fault]]
     /// kind = "status"
@@ -217,6 +220,7 @@ impl FileConfig {
             stream_cut_after: self.stream_cut_after,
             key_rules: self.key_rules.unwrap_or(false),
             time_scale: self.time_scale,
+            tool_use: self.tool_use,
         }
     }
 }

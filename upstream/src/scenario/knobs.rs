@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use super::{BadKeyKind, Outage, OutageKind, Scenario, ServerLimits};
+use super::{BadKeyKind, Outage, OutageKind, Scenario, ServerLimits, ToolUse};
 use crate::dist::Dist;
 
 /// Overrides of the scenario's fields, each applied to every endpoint. None set: the
@@ -38,6 +38,8 @@ pub struct Knobs {
     /// The scenario's clock runs this many times as long (see
     /// [`Scenario::time_scaled`]), applied before the other knobs.
     pub time_scale: Option<f64>,
+    /// When every endpoint answers with a tool call (see [`ToolUse`]).
+    pub tool_use: Option<ToolUse>,
 }
 
 impl Knobs {
@@ -57,6 +59,7 @@ impl Knobs {
             stream_cut_after: over.stream_cut_after.or(self.stream_cut_after),
             key_rules: over.key_rules || self.key_rules,
             time_scale: over.time_scale.or(self.time_scale),
+            tool_use: over.tool_use.or(self.tool_use),
         }
     }
 
@@ -112,6 +115,9 @@ impl Knobs {
             self.limits(&mut e.limits);
             if self.key_rules {
                 e.bad_key_names = vec![BadKeyKind::Revoked, BadKeyKind::QuotaExhausted];
+            }
+            if let Some(t) = self.tool_use {
+                e.tool_use = t;
             }
         }
         s

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use steadfast_mock::{Knobs, MockConfig, MockServer};
+use steadfast_upstream::scenario::ToolUse;
 
 /// Arguments of `steadfast mock`.
 #[derive(Debug, Args)]
@@ -53,6 +54,15 @@ pub struct MockArgs {
     /// Apply the auth and quota key rules in every scenario.
     #[arg(long)]
     key_rules: bool,
+    /// Answer a request that offers tools and leaves the choice to the model with a
+    /// call of its first tool (unless its last turn is a tool's result), so a client can
+    /// do a tool round trip.
+    #[arg(long)]
+    tool_calls: bool,
+    /// Serve request bodies the real APIs would refuse (by default they get the
+    /// provider's 400).
+    #[arg(long)]
+    lax: bool,
     /// Lists the scenarios and exits.
     #[arg(long)]
     list: bool,
@@ -104,6 +114,9 @@ pub fn config(a: &MockArgs) -> Result<MockConfig, String> {
     }
     // The flags override the file's knobs.
     c.knobs = c.knobs.overridden(&knobs(a));
+    if a.lax {
+        c.strict = false;
+    }
     c.validate()?;
     Ok(c)
 }
@@ -120,6 +133,7 @@ fn knobs(a: &MockArgs) -> Knobs {
         latency_max: a.latency_max,
         time_scale: a.time_scale,
         key_rules: a.key_rules,
+        tool_use: a.tool_calls.then_some(ToolUse::Auto),
         ..Knobs::default()
     }
 }
