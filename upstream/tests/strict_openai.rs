@@ -548,8 +548,10 @@ fn a_lax_endpoint_serves_what_the_api_would_refuse() {
         of_toml("[[endpoints]]\nname = \"loose\"\nstrict = false\nlatency = { fixed = \"0s\" }\n");
     let a = send_to(&mut u, Provider::OpenAi, &json!({"messages": [], "foo": 1}));
     assert_eq!(a.status(), Some(200));
-    let mut config = steadfast_upstream::UpstreamConfig::default();
-    config.strict = false;
+    let config = steadfast_upstream::UpstreamConfig {
+        strict: false,
+        ..steadfast_upstream::UpstreamConfig::default()
+    };
     let mut u = steadfast_upstream::Upstream::new(
         steadfast_upstream::builtin::scenario("ok").unwrap(),
         config,

@@ -73,6 +73,7 @@ mod shared;
 pub use config::{MockConfig, UnknownScenario};
 pub use endpoints::{MOCK_KEY, MockEndpoint};
 pub use server::MockServer;
+pub use steadfast_upstream::scenario::ToolUse;
 pub use steadfast_upstream::{Fault, KeyStats, Knobs, Scenario, ScriptError, Stats, builtin};
 
 /// The largest request head the server reads; a longer one gets 431.

@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use steadfast_mock::{Knobs, MockConfig, MockServer};
-use steadfast_upstream::scenario::ToolUse;
+use steadfast_mock::{Knobs, MockConfig, MockServer, ToolUse};
 
 /// Arguments of `steadfast mock`.
 #[derive(Debug, Args)]

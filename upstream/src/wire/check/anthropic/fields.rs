@@ -17,6 +17,9 @@ const TYPED: &[(&str, Kind)] = &[
     ("output_config", Kind::Object),
 ];
 
+/// The check of one field.
+type Check = fn(&Map<String, Value>) -> Result<(), Rejection>;
+
 /// Every field but `messages`, `tools` and `tool_choice`, each fault kept in `found`.
 pub(super) fn check(body: &Map<String, Value>, found: &mut Vec<Rejection>) {
     for (key, kind) in TYPED {
@@ -27,7 +30,7 @@ pub(super) fn check(body: &Map<String, Value>, found: &mut Vec<Rejection>) {
             keep(found, typed(key, v, Kind::Str));
         }
     }
-    let checks: [fn(&Map<String, Value>) -> Result<(), Rejection>; 8] = [
+    let checks: [Check; 8] = [
         max_tokens,
         temperature,
         stop_sequences,
