@@ -77,6 +77,14 @@ pub enum Fault {
         /// How many events reach the client.
         after_events: u32,
     },
+    /// For a stream: send `after_events` SSE events, then the provider's error event
+    /// and end the stream (Anthropic's `event: error` with an `overloaded_error`,
+    /// OpenAI's `data: {"error": …}` chunk). For a non-stream request: the provider's
+    /// overloaded status (529 for Anthropic, 503 for OpenAI). No work done.
+    StreamError {
+        /// How many events reach the client before the error.
+        after_events: u32,
+    },
     /// A normal success whose body is sent slowly, in small pieces.
     Trickle {
         /// The body rate.
@@ -146,6 +154,7 @@ impl Fault {
             Fault::Malformed => "malformed",
             Fault::TruncatedBody => "truncated_body",
             Fault::StreamCut { .. } => "stream_cut",
+            Fault::StreamError { .. } => "stream_error",
             Fault::Trickle { .. } => "trickle",
             Fault::HugeBody { .. } => "huge_body",
             Fault::HugeHeader { .. } => "huge_header",
@@ -214,7 +223,8 @@ impl Fault {
     ///
     /// [[fault]]
     /// kind = "stream_cut"
-    /// after_events = 2         # also: trickle (bytes_per_sec), huge_body (bytes),
+    /// after_events = 2         # also: stream_error (after_events),
+    ///                          # trickle (bytes_per_sec), huge_body (bytes),
     ///                          # huge_header (bytes), filler (bytes, piece,
     ///                          # every_ms, chunked, after_first_event)
     /// ```

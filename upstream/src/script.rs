@@ -6,6 +6,7 @@ use steadfast_core::provider::Provider;
 
 use crate::answer::{Body, Delivery, Filler};
 use crate::fault::Fault;
+use crate::server::overloaded;
 use crate::verdict::{Fate, Verdict};
 use crate::wire::headers::header;
 use crate::wire::success::{Rendered, Success};
@@ -60,6 +61,10 @@ pub(crate) fn verdict(fault: Fault, provider: Provider, success: &Success, id: &
             };
             done(delivery, false, 0)
         }
+        Fault::StreamError { after_events } => match success.call.stream {
+            true => Verdict::of(Fate::StreamError(after_events)),
+            false => Verdict::status(provider, overloaded(provider), id),
+        },
         Fault::Trickle { bytes_per_sec } => done(Delivery::Trickle(bytes_per_sec.max(1)), false, 0),
         Fault::HugeBody { bytes } => {
             let plain = success.render().bytes().len();

@@ -350,6 +350,7 @@ impl Upstream {
             pad: 0,
             event_latency: server.spec.event_latency,
             tool: ToolCall::plan(&a.call, server.spec.tool_use, fault.as_ref(), success_seed),
+            error_after: None,
         };
         let verdict = match fault {
             Some(fault) => crate::script::verdict(fault, a.provider, &success, &a.request_id),
@@ -425,6 +426,19 @@ impl Upstream {
                     status,
                     headers,
                     body,
+                    delivery: Delivery::Whole,
+                })
+            }
+            Fate::StreamError(after_events) => {
+                self.stats.status(200);
+                success.error_after = Some(after_events);
+                Reply::Http(crate::answer::Http {
+                    status: 200,
+                    headers,
+                    body: Body::Success {
+                        success: Box::new(success),
+                        malformed: false,
+                    },
                     delivery: Delivery::Whole,
                 })
             }

@@ -29,6 +29,9 @@ pub(crate) enum Fate {
     Refused,
     /// No work: filler.
     Filler(Filler),
+    /// No work: a stream that starts as a success does, then after this many events
+    /// ends with the provider's error event.
+    StreamError(u32),
 }
 
 /// A fate with when it comes and what it says.

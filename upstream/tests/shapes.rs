@@ -305,3 +305,40 @@ fn an_anthropic_stream_tells_the_stop_sequence_and_max_tokens() {
     assert_eq!(ev[2].1["delta"]["stop_reason"], "max_tokens");
     assert_eq!(ev[2].1["usage"]["output_tokens"], 0);
 }
+
+#[test]
+fn a_stream_error_ends_the_stream_with_the_providers_error_event() {
+    let mut u = fresh();
+    u.push_faults([
+        steadfast_upstream::Fault::StreamError { after_events: 3 },
+        steadfast_upstream::Fault::StreamError { after_events: 2 },
+        steadfast_upstream::Fault::StreamError { after_events: 0 },
+    ]);
+    let body = with(
+        &anthropic_body(),
+        json!({"stream": true, "messages": say("a b c")}),
+    );
+    let a = send_to(&mut u, Provider::Anthropic, &body);
+    assert_eq!(a.status(), Some(200));
+    let ev = events(&a);
+    assert_eq!(
+        names(&ev),
+        ["message_start", "content_block_start", "ping", "error"]
+    );
+    assert_eq!(
+        ev[3].1,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    );
+    let body = with(
+        &openai_body(),
+        json!({"stream": true, "messages": say("a b c")}),
+    );
+    let ev = events(&send_to(&mut u, Provider::OpenAi, &body));
+    assert_eq!(ev.len(), 3);
+    assert_eq!(ev[2].1["error"]["type"], "server_error");
+    assert!(ev[2].1["error"]["param"].is_null() && ev[2].1.get("choices").is_none());
+    // Without a stream: the overloaded status.
+    let a = send_to(&mut u, Provider::Anthropic, &anthropic_body());
+    assert_eq!(a.status(), Some(529));
+    assert_eq!(u.stats().processed, 0, "no work done");
+}

@@ -30,6 +30,9 @@ pub struct Success {
     pub event_latency: Dist,
     /// The tool call the answer makes instead of text (see [`crate::wire::tool`]).
     pub tool: Option<ToolCall>,
+    /// A stream broken by an error: this many events, then the provider's error event
+    /// ([`crate::Fault::StreamError`]).
+    pub error_after: Option<u32>,
 }
 
 /// A rendered success.
@@ -114,9 +117,36 @@ impl Success {
         match (c.provider, c.stream) {
             (Provider::OpenAi, false) => Rendered::Json(to_vec(&openai::completion(&p))),
             (Provider::Anthropic, false) => Rendered::Json(to_vec(&anthropic::message(&p))),
-            (Provider::OpenAi, true) => self.paced(openai::events(&p, self.pieces(&p))),
-            (Provider::Anthropic, true) => self.paced(anthropic::events(&p, self.pieces(&p))),
+            (Provider::OpenAi, true) => {
+                self.paced(self.broken(openai::events(&p, self.pieces(&p))))
+            }
+            (Provider::Anthropic, true) => {
+                self.paced(self.broken(anthropic::events(&p, self.pieces(&p))))
+            }
         }
+    }
+
+    /// The events cut after [`Success::error_after`] of them and ended by the
+    /// provider's error event: Anthropic's `event: error` with `{"type": "error",
+    /// "error": {"type": "overloaded_error", "message": "Overloaded"}}` (the streaming
+    /// guide's example of an error event), OpenAI's chunk of an `error` object (which
+    /// openai-python's stream raises as an `APIError`).
+    fn broken(&self, mut events: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let Some(n) = self.error_after else {
+            return events;
+        };
+        events.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        events.push(match self.call.provider {
+            Provider::Anthropic => named_event(
+                "error",
+                &serde_json::json!({"type": "error",
+                    "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ),
+            Provider::OpenAi => data_event(&serde_json::json!({"error": {
+                "message": "The server had an error while processing your request. Sorry about that!",
+                "type": "server_error", "param": null, "code": null}})),
+        });
+        events
     }
 
     fn plan(&self) -> Plan<'_> {
@@ -261,6 +291,7 @@ mod tests {
             pad: 0,
             event_latency: Dist::Fixed(Duration::from_millis(5)),
             tool: None,
+            error_after: None,
         }
     }
 
