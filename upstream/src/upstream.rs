@@ -39,7 +39,8 @@ pub struct UpstreamConfig {
     pub down_status: Option<u16>,
     /// Whether request bodies are checked as the real APIs check them (see
     /// [`crate::wire::check`]): a body they would refuse gets their 400. Off, any JSON
-    /// object is served. Default: on.
+    /// object is served; on, an endpoint can still turn the checks off for itself
+    /// ([`crate::scenario::EndpointSpec::strict`]). Default: on.
     pub strict: bool,
 }
 

@@ -16,8 +16,12 @@
 //!   `POST /v1/messages` (Anthropic: `x-api-key`, 401 without; `anthropic-version`,
 //!   400 without), for the scenario's first endpoint, and the same under `/{name}` for
 //!   the endpoint named so (`/anthropic/v1/messages`);
-//! - with realistic success bodies (the reply echoes the last user message; token
-//!   counts are characters / 4 rounded up), SSE streams for `"stream": true`, realistic
+//! - with request bodies checked as the real APIs check them (a body they would refuse
+//!   gets their 400 and real error body; [`MockConfig::strict`] off serves any JSON
+//!   object), success bodies and SSE streams for `"stream": true` in each provider's
+//!   documented shape (the reply echoes the last user turn, cut at `max_tokens` or a
+//!   stop sequence; token counts are characters / 4 rounded up; a tool call instead of
+//!   text when `tool_choice` demands one or [`Knobs::tool_use`] says so), realistic
 //!   error bodies, `date` and request-id headers, the providers' rate-limit headers;
 //! - `GET /__stats`: the [`Stats`] as JSON; `POST /__faults`: a JSON array of
 //!   [`Fault`]s appended to the script; `POST /__reset`: clears the counters and the
@@ -36,7 +40,8 @@
 //! `slow`, `auth`, `quota`, `reset`, `malformed`, `hang`, `stream-cut`, `steady`,
 //! `brownout`, `provider-failover`, `ratelimit-storm`, `quota-exhausted-key`) or a
 //! scenario file; [`Knobs`] override its fields (`--rpm`, `--burst`, `--outage-for`,
-//! `--fault-rate`, `--retry-after`, `--latency-min/max`, `--key-rules`, a time scale).
+//! `--fault-rate`, `--retry-after`, `--latency-min/max`, `--key-rules`, a time scale,
+//! `--tool-calls`).
 //!
 //! # Settings and script files
 //!

@@ -68,7 +68,6 @@ fn yes() -> bool {
     true
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_yes(b: &bool) -> bool {
     *b
 }
