@@ -21,13 +21,13 @@ pub(crate) fn tools_to_anthropic(tools: &[Value]) -> Result<Vec<Value>, Translat
         .map(|(i, tool)| {
             let base = item("tools", i);
             let t = object(tool, &base)?;
-            only(t, &base, &["type", "function"])?;
             if req_str(t, &base, "type")? != "function" {
                 return Err(TranslateError::untranslatable(
                     at(&base, "type"),
                     "Anthropic tools are function tools",
                 ));
             }
+            only(t, &base, &["type", "function"])?;
             let field = at(&base, "function");
             let f = get(t, "function").ok_or_else(|| TranslateError::missing(&field))?;
             let f = object(f, &field)?;
