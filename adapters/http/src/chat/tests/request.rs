@@ -293,9 +293,10 @@ fn disagreeing_limits_and_users_are_conflicts() {
 
 #[test]
 fn the_options_set_the_default_limit_and_clamp_the_temperature() {
-    let mut options = ToAnthropic::default();
-    options.default_max_tokens = 777;
-    options.clamp_temperature = true;
+    let options = ToAnthropic {
+        default_max_tokens: 777,
+        clamp_temperature: true,
+    };
     let out = to_anthropic_with(&canonical(json!({"temperature": 2.0})), &options).unwrap();
     assert_eq!(out["max_tokens"], 777);
     assert_eq!(out["temperature"], 1.0);
