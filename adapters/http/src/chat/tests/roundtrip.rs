@@ -146,7 +146,7 @@ fn request() -> impl Strategy<Value = Value> {
                     r.insert(k.into(), v);
                 }
             };
-            put("tools", (!tools.is_empty()).then(|| Value::Array(tools)));
+            put("tools", (!tools.is_empty()).then_some(Value::Array(tools)));
             put("tool_choice", choice);
             put("temperature", temperature.map(Value::from));
             put("top_p", top_p.map(Value::from));
