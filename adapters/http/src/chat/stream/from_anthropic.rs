@@ -32,13 +32,29 @@ enum Block {
 /// use serde_json::json;
 /// use steadfast_http::chat::{FromAnthropicStream, StreamChunk};
 ///
-/// let mut s = FromAnthropicStream::new(1_700_000_000, false);
-/// s.push_value(&json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude",
-///     "usage": {"input_tokens": 3, "output_tokens": 1}}})).unwrap();
-/// s.push_value(&json!({"type": "content_block_delta", "index": 0,
-///     "delta": {"type": "text_delta", "text": "Hi"}})).unwrap_err(); // no block started
-/// let Some(StreamChunk::Data(first)) = s.next_chunk() else { panic!() };
-/// assert_eq!(first["choices"][0]["delta"]["role"], "assistant");
+/// let mut s = FromAnthropicStream::new(1_700_000_000, true);
+/// for event in [
+///     json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude",
+///         "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+///     json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+///     json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+///     json!({"type": "content_block_stop", "index": 0}),
+///     json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+///     json!({"type": "message_stop"}),
+/// ] {
+///     s.push_value(&event)?;
+/// }
+/// let chunks: Vec<StreamChunk> = std::iter::from_fn(|| s.next_chunk()).collect();
+/// let data: Vec<&serde_json::Value> = chunks.iter().filter_map(|c| match c {
+///     StreamChunk::Data(v) => Some(v),
+///     StreamChunk::Done => None,
+/// }).collect();
+/// assert_eq!(data[0]["choices"][0]["delta"]["role"], "assistant");
+/// assert_eq!(data[1]["choices"][0]["delta"]["content"], "Hi");
+/// assert_eq!(data[2]["choices"][0]["finish_reason"], "stop");
+/// assert_eq!(data[3]["usage"]["total_tokens"], 5);
+/// assert_eq!(chunks.last(), Some(&StreamChunk::Done));
+/// # Ok::<(), steadfast_http::chat::EventError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct FromAnthropicStream {
