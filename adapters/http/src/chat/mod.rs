@@ -47,6 +47,8 @@
 //! | `n: 1`, `logprobs: false`, `top_logprobs: 0`, `presence_penalty: 0`, `frequency_penalty: 0`, `logit_bias: {}`, `response_format: {"type":"text"}`, `modalities: ["text"]`, `store: false`, `service_tier: auto/default`, `prompt_cache_key` | — | accepted: they ask for nothing |
 //! | any other value of those, `seed`, `audio`, `prediction`, `reasoning_effort`, `web_search_options`, `functions`, `function_call`, unknown fields | — | refused, naming the field |
 //!
+//! | `name` on a message | — | refused: Anthropic turns carry no participant names |
+//!
 //! A conversation must start with a user turn and must not end with an assistant turn
 //! (Anthropic would continue it as a prefill, where OpenAI answers after it).
 //!
@@ -72,7 +74,19 @@
 //! chunk; `input_json_delta` a tool call arguments chunk; `message_delta` the chunk with
 //! the `finish_reason`; `message_stop` the usage chunk (when asked) and `[DONE]`; `ping`
 //! and `content_block_stop` yield nothing; `error` is an [`EventError::Upstream`].
-//! Thinking blocks and server tool blocks in responses and streams are refused.
+//! Thinking blocks and server tool blocks in responses and streams are refused (a
+//! canonical request cannot ask for them); unknown fields of responses and unknown
+//! stream event types are ignored, so a provider's additions never break a call.
+//!
+//! ## The other way: Anthropic → canonical
+//!
+//! [`from_anthropic_request`] is the table above read backwards: `system` becomes one
+//! system message per text block, `max_tokens` becomes `max_completion_tokens`, a
+//! stream asks for the usage chunk. It refuses `top_k`, extended `thinking`, server
+//! tools, `tool_result` blocks with `is_error: true`, documents, more than 4 stop
+//! sequences and unknown fields. [`to_anthropic_response`] refuses more than one choice
+//! and log probabilities; a `refusal` becomes a text block with the `refusal` stop
+//! reason.
 
 mod api_error;
 mod content;

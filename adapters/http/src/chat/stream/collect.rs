@@ -2,9 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::error::TranslateError;
+use super::super::api_error::ApiError;
+use super::super::error::{EventError, TranslateError};
 use super::super::json::{Obj, at, item, object, opt_array, opt_object, opt_str, opt_u64};
 use super::StreamChunk;
+use crate::sse::SseEvent;
 
 /// One tool call being assembled from its deltas.
 #[derive(Debug, Clone, Default)]
@@ -78,6 +80,22 @@ impl ChunkCollector {
                 Ok(())
             }
         }
+    }
+
+    /// Reads one server-sent event of a canonical (OpenAI) stream: `[DONE]` marks it
+    /// finished, an error body is the [`EventError::Upstream`] it carries.
+    pub fn push_event(&mut self, event: &SseEvent) -> Result<(), EventError> {
+        if event.is_done_marker() {
+            self.done = true;
+            return Ok(());
+        }
+        let data = event
+            .json()
+            .ok_or_else(|| TranslateError::invalid("", "a JSON chunk"))?;
+        if let Some(e) = ApiError::from_body(&data) {
+            return Err(EventError::Upstream(Box::new(e)));
+        }
+        Ok(self.push_chunk(&data)?)
     }
 
     /// Reads one `chat.completion.chunk`.

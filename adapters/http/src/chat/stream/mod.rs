@@ -26,6 +26,21 @@ pub enum StreamChunk {
 }
 
 impl StreamChunk {
+    /// The first choice's text delta, if the chunk carries one.
+    ///
+    /// ```
+    /// use steadfast_http::chat::StreamChunk;
+    /// let c = StreamChunk::Data(serde_json::json!({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}));
+    /// assert_eq!(c.text_delta(), Some("Hi"));
+    /// assert_eq!(StreamChunk::Done.text_delta(), None);
+    /// ```
+    pub fn text_delta(&self) -> Option<&str> {
+        match self {
+            StreamChunk::Data(v) => v.pointer("/choices/0/delta/content")?.as_str(),
+            StreamChunk::Done => None,
+        }
+    }
+
     /// The chunk as a server-sent event, as OpenAI writes it (no `event:` field).
     pub fn to_sse(&self) -> SseEvent {
         let data = match self {

@@ -308,3 +308,37 @@ fn done_without_a_finish_reason_names_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_collector_reads_an_openai_event_stream() {
+    let lines = [
+        r#"{"id":"c","object":"chat.completion.chunk","created":3,"model":"gpt","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"id":"c","object":"chat.completion.chunk","created":3,"model":"gpt","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"length"}],"usage":null}"#,
+        r#"{"id":"c","object":"chat.completion.chunk","created":3,"model":"gpt","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}"#,
+        "[DONE]",
+    ];
+    let mut c = ChunkCollector::new();
+    for data in lines {
+        let event = SseEvent {
+            event: None,
+            data: data.into(),
+            id: None,
+        };
+        c.push_event(&event).unwrap();
+    }
+    assert!(c.is_done());
+    let whole = c.into_response().unwrap();
+    assert_eq!(whole["system_fingerprint"], "fp");
+    assert_eq!(whole["created"], 3);
+    assert_eq!(whole["choices"][0]["finish_reason"], "length");
+    assert_eq!(whole["usage"]["total_tokens"], 3);
+    let mut c = ChunkCollector::new();
+    let error = SseEvent {
+        event: None,
+        data: r#"{"error":{"message":"boom","type":"server_error"}}"#.into(),
+        id: None,
+    };
+    assert!(
+        matches!(c.push_event(&error), Err(EventError::Upstream(e)) if e.kind == ApiErrorKind::Server)
+    );
+}
