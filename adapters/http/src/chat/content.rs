@@ -138,7 +138,7 @@ pub(crate) fn texts(
         .map(|(i, part)| {
             let at_i = super::json::item(base, i);
             let p = object(part, &at_i)?;
-            if opt_str(p, &at_i, "type")? != Some("text") {
+            if req_str(p, &at_i, "type")? != "text" {
                 return Err(TranslateError::untranslatable(at(&at_i, "type"), why));
             }
             only(p, &at_i, known)?;

@@ -1,6 +1,7 @@
 //! Table tests of the translation in both directions, and the round-trip property.
 
 mod errors;
+mod hostile;
 mod request;
 mod response;
 mod reverse;

@@ -16,7 +16,7 @@ use crate::chat::{DEFAULT_MAX_TOKENS, from_anthropic_request, to_anthropic};
 /// The fixed seed of the proptest RNG, printed so a run can be replayed.
 const SEED: u64 = 0x0c4a_7c0f_fee5_eed5;
 
-fn config() -> ProptestConfig {
+pub(super) fn config() -> ProptestConfig {
     println!("proptest seed {SEED:#x}");
     ProptestConfig {
         cases: 256,
@@ -115,7 +115,7 @@ fn tools() -> impl Strategy<Value = Vec<Value>> {
     prop::collection::vec(tool, 0..3)
 }
 
-fn request() -> impl Strategy<Value = Value> {
+pub(super) fn request() -> impl Strategy<Value = Value> {
     let sampling = (
         prop::option::of((0u32..=10).prop_map(|t| f64::from(t) / 10.0)),
         prop::option::of((0u32..=20).prop_map(|p| f64::from(p) / 20.0)),
