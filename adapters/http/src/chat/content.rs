@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::error::TranslateError;
-use super::json::{Obj, at, get, object, only, opt_str, req_str};
+use super::json::{Obj, at, get, object, only, req_str};
 
 /// The image types Anthropic accepts.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
