@@ -7,7 +7,10 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::roundtrip::{config, request};
-use crate::chat::{TranslateError, from_anthropic_request, from_anthropic_response, to_anthropic};
+use crate::chat::{
+    ChunkCollector, EventError, FromAnthropicStream, StreamChunk, ToAnthropicStream,
+    TranslateError, from_anthropic_request, from_anthropic_response, to_anthropic,
+};
 
 /// Every JSON pointer in `v`, the root included.
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
@@ -140,4 +143,51 @@ fn answer() -> Value {
         "stop_reason": "tool_use", "stop_sequence": null,
         "usage": {"input_tokens": 3, "output_tokens": 4, "cache_read_input_tokens": 1, "cache_creation_input_tokens": 2}
     })
+}
+
+/// The data of a canonical stream's chunks.
+fn chunks() -> Vec<Value> {
+    super::stream::translate(&super::stream::events(), true)
+        .into_iter()
+        .filter_map(|c| match c {
+            StreamChunk::Data(v) => Some(v),
+            StreamChunk::Done => None,
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_damaged_stream_is_translated_or_refused_by_a_field_of_the_event(
+        event in any::<prop::sample::Index>(),
+        pick in any::<prop::sample::Index>(),
+        with in replacement(),
+    ) {
+        let mut events = super::stream::events();
+        let k = event.index(events.len());
+        events[k] = damage(&events[k], pick, with.clone());
+        let mut from = FromAnthropicStream::new(0, true);
+        for e in &events {
+            if let Err(EventError::Translate(t)) = from.push_value(e) {
+                prop_assert!(names_a_field_of(&t, e), "{t} for {e}");
+            }
+            while from.next_chunk().is_some() {}
+        }
+        let mut chunks = chunks();
+        let k = event.index(chunks.len());
+        chunks[k] = damage(&chunks[k], pick, with);
+        let mut to = ToAnthropicStream::new();
+        let mut collector = ChunkCollector::new();
+        for c in &chunks {
+            for result in [to.push_chunk(c), collector.push_chunk(c).map_err(EventError::from)] {
+                if let Err(EventError::Translate(t)) = result {
+                    prop_assert!(names_a_field_of(&t, c), "{t} for {c}");
+                }
+            }
+        }
+        let _ = to.finish();
+        let _ = collector.into_response();
+    }
 }

@@ -11,7 +11,7 @@ use crate::sse::SseEvent;
 const CREATED: u64 = 1_700_000_000;
 
 /// A whole Anthropic stream: text, then a tool call in two argument pieces.
-fn events() -> Vec<Value> {
+pub(super) fn events() -> Vec<Value> {
     vec![
         json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
             "model": "claude", "content": [], "stop_reason": null, "stop_sequence": null,
@@ -30,7 +30,7 @@ fn events() -> Vec<Value> {
     ]
 }
 
-fn translate(events: &[Value], include_usage: bool) -> Vec<StreamChunk> {
+pub(super) fn translate(events: &[Value], include_usage: bool) -> Vec<StreamChunk> {
     let mut s = FromAnthropicStream::new(CREATED, include_usage);
     let mut out = Vec::new();
     for e in events {
