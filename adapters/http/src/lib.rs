@@ -18,6 +18,8 @@
 //!   (fallback endpoints are standby endpoints of the client's one engine).
 //! - [`Metrics`]: counters fed from the core's events (and `tracing` events with the
 //!   `tracing` feature), recorded after the engine's lock is released.
+//! - [`chat`]: the canonical chat shape (OpenAI Chat Completions) and its faithful
+//!   translation to and from Anthropic Messages: requests, responses, streams, errors.
 //! - [`clock`]: the instants a session takes ([`Now`]) and the faces' conversions
 //!   from their runtime's clock ([`clock::Epoch`]). Nothing here reads a clock for a
 //!   session: the face does, so a paused or virtual clock drives it.
@@ -50,6 +52,7 @@
 pub mod body;
 mod builder;
 mod chain;
+pub mod chat;
 pub mod clock;
 mod endpoint;
 mod error;
