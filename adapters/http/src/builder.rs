@@ -67,6 +67,16 @@ macro_rules! shared_builder_settings {
             self
         }
 
+        /// Whether calls are in the canonical shape — OpenAI Chat Completions requests,
+        /// replies and stream chunks, translated to and from Anthropic Messages for
+        /// Anthropic endpoints — or each provider's own (`false`). By default, canonical
+        /// when the endpoints (fallback endpoints included) speak more than one API.
+        #[must_use]
+        pub fn canonical(mut self, canonical: bool) -> Self {
+            self.setup.canonical = Some(canonical);
+            self
+        }
+
         /// The largest response body read, in bytes (default
         /// [`DEFAULT_MAX_BODY`]($crate::DEFAULT_MAX_BODY), 32 MiB). A body that announces
         /// or reaches more fails its attempt at once, unread, and a call that gives up

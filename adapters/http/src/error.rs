@@ -148,6 +148,9 @@ pub enum RequestError {
     Serialize(String),
     /// The call's options break the policy's rules; the error names the field.
     Options(ConfigError),
+    /// A canonical request has a field the Anthropic Messages API cannot express (and
+    /// some endpoint speaks it); the error names the field.
+    Untranslatable(crate::chat::TranslateError),
 }
 
 impl fmt::Display for RequestError {
@@ -155,6 +158,7 @@ impl fmt::Display for RequestError {
         match self {
             RequestError::Serialize(m) => write!(f, "the request is not JSON: {m}"),
             RequestError::Options(e) => write!(f, "invalid call options: {e}"),
+            RequestError::Untranslatable(e) => write!(f, "cannot translate the request: {e}"),
         }
     }
 }

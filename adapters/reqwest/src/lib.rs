@@ -31,6 +31,7 @@ mod stream;
 use std::sync::Arc;
 
 use drive::Clock;
+pub use futures_util::StreamExt;
 use serde::Serialize;
 use steadfast_core::time::Timestamp;
 /// Every type the builder and the calls take, so that no other crate is needed.
@@ -39,10 +40,10 @@ pub use steadfast_http::{
     DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind, GiveUpReason,
     HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset, Provider,
     ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets, SseEvent,
-    StoreConfig, TokenUsage,
+    StoreConfig, TextEvent, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
-pub use stream::EventStream;
+pub use stream::{EventStream, TextStream};
 
 /// A call that gave up; its source is the last attempt's reqwest error.
 pub type CallError = steadfast_http::CallError<reqwest::Error>;

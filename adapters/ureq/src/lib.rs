@@ -46,10 +46,10 @@ pub use steadfast_http::{
     DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind, GiveUpReason,
     HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset, Provider,
     ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets, SseEvent,
-    StoreConfig, TokenUsage,
+    StoreConfig, TextEvent, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
-pub use stream::EventIter;
+pub use stream::{EventIter, TextIter};
 
 /// A call that gave up; its source is the last attempt's ureq error.
 pub type CallError = steadfast_http::CallError<ureq::Error>;
