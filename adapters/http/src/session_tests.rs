@@ -66,6 +66,7 @@ fn setup_with(fallbacks: Vec<Fallback>, f: impl FnOnce(&mut Policy)) -> Shared {
         fallbacks,
         seed: Some([7; 32]),
         max_body: 1000,
+        ..Setup::default()
     };
     Shared::new(s).expect("setup")
 }
@@ -217,8 +218,8 @@ fn a_dropped_session_is_cancelled() {
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, true);
     let out = clock.next(&mut s).expect("attempt");
-    assert!(s.stream_reader(503).is_none());
-    assert!(s.stream_reader(200).is_some());
+    assert!(s.stream_reader(Now::new(Timestamp::ZERO, 0), 503).is_none());
+    assert!(s.stream_reader(Now::new(Timestamp::ZERO, 0), 200).is_some());
     assert_eq!(out.first_event_timeout(), out.timeout());
     drop(s);
     assert_eq!(shared.metrics().give_ups.cancelled, 1);

@@ -5,9 +5,9 @@ use std::sync::OnceLock;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use steadfast_http::{CallError, MetricsSnapshot, Reply, Shared};
+use steadfast_http::{CallError, CallOptions, MetricsSnapshot, Reply, Shared};
 
-use super::{Build, Harness, Streamed};
+use super::{Build, Harness, Streamed, Texts};
 
 /// `$builder` (either client's: they share these settings through
 /// `steadfast_http::shared_builder_settings!`) with everything `$build` sets.
@@ -23,6 +23,15 @@ macro_rules! configured {
         }
         for f in b.fallbacks {
             builder = builder.fallback(f);
+        }
+        if let Some(n) = b.knobs.max_retries {
+            builder = builder.max_retries(n);
+        }
+        if let Some(t) = b.knobs.timeout {
+            builder = builder.timeout(t);
+        }
+        if let Some(d) = b.knobs.deadline {
+            builder = builder.deadline(d);
         }
         builder
     }};
@@ -65,10 +74,25 @@ impl Harness for Reqwest {
         rt().block_on(c.chat_with(id, body))
     }
 
+    fn chat_opts(
+        c: &Self::Client,
+        body: Value,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError<reqwest::Error>> {
+        rt().block_on(c.chat_with_options(body, options))
+    }
+
     fn stream(c: &Self::Client, body: Value) -> Streamed<reqwest::Error> {
         rt().block_on(async {
             let stream = c.stream(body).await?;
             Ok(stream.collect::<Vec<_>>().await)
+        })
+    }
+
+    fn stream_text(c: &Self::Client, body: Value) -> Texts<reqwest::Error> {
+        rt().block_on(async {
+            let stream = c.stream(body).await?;
+            Ok(stream.text().collect::<Vec<_>>().await)
         })
     }
 
@@ -102,8 +126,20 @@ impl Harness for Ureq {
         c.chat_with(id, body)
     }
 
+    fn chat_opts(
+        c: &Self::Client,
+        body: Value,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError<ureq::Error>> {
+        c.chat_with_options(body, options)
+    }
+
     fn stream(c: &Self::Client, body: Value) -> Streamed<ureq::Error> {
         Ok(c.stream(body)?.collect())
+    }
+
+    fn stream_text(c: &Self::Client, body: Value) -> Texts<ureq::Error> {
+        Ok(c.stream(body)?.text().collect())
     }
 
     fn metrics(c: &Self::Client) -> MetricsSnapshot {
