@@ -129,6 +129,8 @@ pub struct CallError<E> {
     pub scope: Option<Scope>,
     /// Where the last attempt went.
     pub target: Option<Target>,
+    /// The name of the endpoint the last attempt went to.
+    pub endpoint: Option<String>,
     /// The message of the last error body.
     pub message: Option<String>,
     /// The last attempt's transport error.
@@ -189,6 +191,7 @@ impl<E> CallError<E> {
             class: give_up.last_failure.map(|f| f.class),
             scope: give_up.last_failure.map(|f| f.scope),
             target,
+            endpoint: None,
             message,
             source,
             exceeded: None,
@@ -205,6 +208,7 @@ impl<E> CallError<E> {
             class: None,
             scope: None,
             target: None,
+            endpoint: None,
             message: None,
             source: None,
             exceeded: None,
@@ -233,6 +237,9 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
         }
         if let Some(class) = self.class {
             write!(f, " ({class:?})")?;
+        }
+        if let Some(endpoint) = &self.endpoint {
+            write!(f, " at {endpoint}")?;
         }
         if let Some(exceeded) = &self.exceeded {
             write!(f, ": {exceeded}")?;
