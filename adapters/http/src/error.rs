@@ -130,7 +130,7 @@ pub struct CallError<E> {
     /// Where the last attempt went.
     pub target: Option<Target>,
     /// The name of the endpoint the last attempt went to.
-    pub endpoint: Option<String>,
+    pub endpoint: Option<Box<str>>,
     /// The message of the last error body.
     pub message: Option<String>,
     /// The last attempt's transport error.
@@ -139,7 +139,7 @@ pub struct CallError<E> {
     pub exceeded: Option<Exceeded>,
     /// Why the request was refused before any attempt (then `reason` is
     /// [`GiveUpReason::NotRetryable`] and `attempts` 0).
-    pub request: Option<RequestError>,
+    pub request: Option<Box<RequestError>>,
 }
 
 /// A request refused before anything was sent.
@@ -212,7 +212,7 @@ impl<E> CallError<E> {
             message: None,
             source: None,
             exceeded: None,
-            request: Some(request),
+            request: Some(Box::new(request)),
         }
     }
 

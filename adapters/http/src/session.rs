@@ -494,7 +494,7 @@ impl<'c, E> Session<'c, E> {
             self.last.source.take(),
         )
         .with_exceeded(self.last.exceeded.take());
-        let name = |t: Target| self.shared.endpoint_name(t.endpoint).map(str::to_owned);
+        let name = |t: Target| self.shared.endpoint_name(t.endpoint).map(Box::from);
         e.endpoint = self.last.target.and_then(name);
         e
     }

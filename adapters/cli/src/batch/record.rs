@@ -115,7 +115,7 @@ impl ErrorInfo {
             status: e.status,
             message: redact(&message),
             reason: Some(reason.to_owned()),
-            endpoint: e.endpoint.clone(),
+            endpoint: e.endpoint.as_deref().map(str::to_owned),
         }
     }
 }
