@@ -129,6 +129,8 @@ pub struct CallError<E> {
     pub scope: Option<Scope>,
     /// Where the last attempt went.
     pub target: Option<Target>,
+    /// The name of the endpoint the last attempt went to.
+    pub endpoint: Option<Box<str>>,
     /// The message of the last error body.
     pub message: Option<String>,
     /// The last attempt's transport error.
@@ -137,7 +139,7 @@ pub struct CallError<E> {
     pub exceeded: Option<Exceeded>,
     /// Why the request was refused before any attempt (then `reason` is
     /// [`GiveUpReason::NotRetryable`] and `attempts` 0).
-    pub request: Option<RequestError>,
+    pub request: Option<Box<RequestError>>,
 }
 
 /// A request refused before anything was sent.
@@ -189,6 +191,7 @@ impl<E> CallError<E> {
             class: give_up.last_failure.map(|f| f.class),
             scope: give_up.last_failure.map(|f| f.scope),
             target,
+            endpoint: None,
             message,
             source,
             exceeded: None,
@@ -205,10 +208,11 @@ impl<E> CallError<E> {
             class: None,
             scope: None,
             target: None,
+            endpoint: None,
             message: None,
             source: None,
             exceeded: None,
-            request: Some(request),
+            request: Some(Box::new(request)),
         }
     }
 
@@ -233,6 +237,9 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
         }
         if let Some(class) = self.class {
             write!(f, " ({class:?})")?;
+        }
+        if let Some(endpoint) = &self.endpoint {
+            write!(f, " at {endpoint}")?;
         }
         if let Some(exceeded) = &self.exceeded {
             write!(f, ": {exceeded}")?;

@@ -487,13 +487,16 @@ impl<'c, E> Session<'c, E> {
     }
 
     fn error(&mut self, g: &GiveUp) -> CallError<E> {
-        CallError::new(
+        let mut e = CallError::new(
             g,
             self.last.target,
             self.last.message.take(),
             self.last.source.take(),
         )
-        .with_exceeded(self.last.exceeded.take())
+        .with_exceeded(self.last.exceeded.take());
+        let name = |t: Target| self.shared.endpoint_name(t.endpoint).map(Box::from);
+        e.endpoint = self.last.target.and_then(name);
+        e
     }
 
     /// The result of a finished non-stream call: its reply, or a fallback's (marked

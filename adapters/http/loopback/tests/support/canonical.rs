@@ -137,7 +137,7 @@ pub fn an_untranslatable_field_is_refused_before_any_attempt<H: Harness>() {
     request["logit_bias"] = json!({"50256": -100});
     let e = H::chat(&c, request).expect_err("refused");
     assert_eq!(e.attempts, 0);
-    let Some(RequestError::Untranslatable(t)) = &e.request else {
+    let Some(RequestError::Untranslatable(t)) = e.request.as_deref() else {
         panic!("expected an untranslatable request, got {e}");
     };
     assert_eq!(t.field(), "logit_bias", "{t}");
