@@ -58,19 +58,7 @@ fn definition(i: usize, t: &Value) -> Result<String, Rejection> {
         return Err(missing(&format!("{param}.type")));
     };
     typed(&format!("{param}.type"), kind, Kind::Str)?;
-    let kind = kind.as_str().unwrap_or_default();
-    if !["function", "custom"].contains(&kind) {
-        return Err(invalid_value(
-            &format!("{param}.type"),
-            kind,
-            &["function", "custom"],
-        ));
-    }
-    let member = format!("{param}.{kind}");
-    let Some(f) = t.get(kind) else {
-        return Err(missing(&member));
-    };
-    typed(&member, f, Kind::Object)?;
+    let (kind, member, f) = member_of(&param, t)?;
     let name = name_of(&member, f)?;
     if kind == "function" {
         if let Some(p) = f.get("parameters").filter(|p| !p.is_null()) {
@@ -78,6 +66,26 @@ fn definition(i: usize, t: &Value) -> Result<String, Rejection> {
         }
     }
     Ok(name)
+}
+
+/// The member a tool (or tool call) at `param` carries for its `type` (a string):
+/// `function` or `custom`, an object named after the type. Returns the type, the
+/// member's path and the member.
+fn member_of<'a>(
+    param: &str,
+    t: &'a Map<String, Value>,
+) -> Result<(&'a str, String, &'a Value), Rejection> {
+    const TYPES: [&str; 2] = ["function", "custom"];
+    let kind = t.get("type").and_then(Value::as_str).unwrap_or_default();
+    if !TYPES.contains(&kind) {
+        return Err(invalid_value(&format!("{param}.type"), kind, &TYPES));
+    }
+    let member = format!("{param}.{kind}");
+    let Some(f) = t.get(kind) else {
+        return Err(missing(&member));
+    };
+    typed(&member, f, Kind::Object)?;
+    Ok((kind, member, f))
 }
 
 /// A function's `name`: required, a non-empty string.
@@ -202,19 +210,7 @@ fn call(param: &str, c: &Value) -> Result<(), Rejection> {
         };
         typed(&p, v, Kind::Str)?;
     }
-    let kind = c.get("type").and_then(Value::as_str).unwrap_or_default();
-    if !["function", "custom"].contains(&kind) {
-        return Err(invalid_value(
-            &format!("{param}.type"),
-            kind,
-            &["function", "custom"],
-        ));
-    }
-    let member = format!("{param}.{kind}");
-    let Some(f) = c.get(kind) else {
-        return Err(missing(&member));
-    };
-    typed(&member, f, Kind::Object)?;
+    let (kind, member, f) = member_of(param, c)?;
     let fields: &[&str] = match kind {
         "function" => &["name", "arguments"],
         _ => &["name", "input"],
