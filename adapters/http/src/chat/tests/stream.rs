@@ -91,6 +91,12 @@ fn without_include_usage_there_is_no_usage_chunk() {
     let chunks = translate(&events(), false);
     assert_eq!(chunks.len(), 8);
     assert!(data(&chunks).iter().all(|c| c.get("usage").is_none()));
+    let mut s = FromAnthropicStream::new(CREATED, false);
+    assert_eq!(s.usage(), None);
+    for e in events() {
+        s.push_value(&e).unwrap();
+    }
+    assert_eq!(s.usage().unwrap()["total_tokens"], 25);
 }
 
 #[test]
