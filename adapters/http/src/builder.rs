@@ -1,7 +1,8 @@
 //! The builder settings every client shares, written once.
 
 /// Expands, inside a client's `impl ClientBuilder`, to the settings every client
-/// shares: `policy`, `endpoint`, `fallback`, `seed`, `seed_u64` and `max_body`. The
+/// shares: `policy`, `endpoint`, `fallback`, `seed`, `seed_u64`, `max_retries`,
+/// `timeout`, `deadline` and `max_body`. The
 /// builder must have a `setup: steadfast_http::Setup` field.
 #[macro_export]
 macro_rules! shared_builder_settings {
@@ -40,6 +41,30 @@ macro_rules! shared_builder_settings {
             let mut s = [0u8; 32];
             s[..8].copy_from_slice(&seed.to_le_bytes());
             self.seed(s)
+        }
+
+        /// Retries after the first attempt, whatever the policy says
+        /// (`max_retries(2)`: three attempts in all).
+        #[must_use]
+        pub fn max_retries(mut self, retries: u32) -> Self {
+            self.setup.retry.max_attempts = Some(retries.saturating_add(1));
+            self
+        }
+
+        /// Each attempt's timeout, whatever the policy says (for a stream: its whole
+        /// length; the first event has the policy's `first_event_timeout`).
+        #[must_use]
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.setup.retry.attempt_timeout = Some(timeout);
+            self
+        }
+
+        /// The deadline of every call, whatever the policy says: no attempt starts later
+        /// than this after the call's start.
+        #[must_use]
+        pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+            self.setup.retry.deadline = Some(Some(deadline));
+            self
         }
 
         /// The largest response body read, in bytes (default

@@ -8,7 +8,8 @@ use steadfast_core::ids::Target;
 use steadfast_core::time::Timestamp;
 
 use crate::error::CallError;
-use crate::fallback::{FallbackKind, Reply};
+use crate::fallback::FallbackKind;
+use crate::reply::Reply;
 use crate::shared::{FallbackStep, Shared};
 
 /// Where a session is in its fallbacks.
@@ -79,12 +80,7 @@ impl<E> Chain<E> {
         target: Target,
     ) -> Reply {
         let Some(primary) = self.primary else {
-            return Reply {
-                body,
-                attempts,
-                target: Some(target),
-                degraded: None,
-            };
+            return shared.reply(body, attempts, target);
         };
         let attempts = self.attempts.saturating_add(attempts);
         let via = FallbackKind::Endpoint;

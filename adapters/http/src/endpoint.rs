@@ -16,12 +16,18 @@ use crate::provider::{Provider, ProviderExt};
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct EndpointDef {
+    /// The name replies, errors, metrics and summaries show (default: the provider's
+    /// name, numbered when several endpoints would share it; see [`names`]).
+    #[serde(default)]
+    pub name: Option<String>,
     /// The API root, with or without a trailing `/v1` or `/`.
     pub base_url: String,
     /// The API shape.
     #[serde(default)]
     pub provider: Provider,
-    /// The keys, rotated round-robin; at least one.
+    /// The keys, rotated round-robin. Empty: the provider's usual environment variable
+    /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is read when the client is built.
+    #[serde(default)]
     pub keys: Vec<ApiKey>,
     /// When set, written into every request's `model` field.
     #[serde(default)]
@@ -37,14 +43,54 @@ pub struct EndpointDef {
 impl EndpointDef {
     /// An endpoint at `base_url` speaking `provider` with one key, priority 0.
     pub fn new(base_url: impl Into<String>, provider: Provider, key: impl Into<ApiKey>) -> Self {
+        EndpointDef::from_env(base_url, provider).key(key)
+    }
+
+    /// An endpoint at `base_url` speaking `provider` with no key given: the client
+    /// reads it from the provider's environment variable when it is built
+    /// ([`ProviderExt::key_env`]).
+    ///
+    /// ```
+    /// use steadfast_http::{EndpointDef, Provider};
+    /// let e = EndpointDef::from_env("https://api.anthropic.com", Provider::Anthropic);
+    /// assert!(e.keys.is_empty());
+    /// ```
+    pub fn from_env(base_url: impl Into<String>, provider: Provider) -> Self {
         EndpointDef {
+            name: None,
             base_url: base_url.into(),
             provider,
-            keys: vec![key.into()],
+            keys: Vec::new(),
             model: None,
             priority: 0,
             limiter: None,
         }
+    }
+
+    /// The same endpoint named `name` (in replies' `served_by`, errors, metrics and
+    /// the batch summary).
+    ///
+    /// ```
+    /// use steadfast_http::{EndpointDef, Provider};
+    /// let e = EndpointDef::new("https://api.openai.com", Provider::OpenAi, "sk-1").name("primary");
+    /// assert_eq!(e.name.as_deref(), Some("primary"));
+    /// ```
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// With no key given, the key from the provider's environment variable as `lookup`
+    /// reads it (`std::env::var` when a client is built); unchanged otherwise.
+    #[must_use]
+    pub fn with_env_key(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        if self.keys.is_empty()
+            && let Some(key) = lookup(self.provider.key_env()).filter(|k| !k.trim().is_empty())
+        {
+            self.keys.push(ApiKey::from(key.trim().to_owned()));
+        }
+        self
     }
 
     /// The same endpoint with one more key.
@@ -97,7 +143,10 @@ impl EndpointDef {
         let keys = u16::try_from(self.keys.len())
             .map_err(|_| SetupError::TooManyKeys { endpoint: index })?;
         if keys == 0 {
-            return Err(SetupError::NoKeys { endpoint: index });
+            return Err(SetupError::NoKeys {
+                endpoint: index,
+                env: self.provider.key_env(),
+            });
         }
         let spec = EndpointSpec::new(self.priority, keys);
         Ok(match &self.limiter {
@@ -110,6 +159,36 @@ impl EndpointDef {
     pub fn redact(&self, text: &str) -> String {
         self.keys.iter().fold(text.to_owned(), |t, k| k.redact(&t))
     }
+}
+
+/// Names for endpoints, by index: each its own `name`, else its provider's; a name two
+/// endpoints share gets its 1-based index (`openai#2`).
+///
+/// ```
+/// use steadfast_http::{EndpointDef, Provider, endpoint_names};
+/// let e = |p| EndpointDef::new("http://127.0.0.1:1", p, "k");
+/// let defs = [e(Provider::OpenAi), e(Provider::OpenAi).name("b"), e(Provider::Anthropic), e(Provider::OpenAi)];
+/// assert_eq!(endpoint_names(&defs), ["openai#1", "b", "anthropic", "openai#4"]);
+/// ```
+pub fn names(endpoints: &[EndpointDef]) -> Vec<String> {
+    let base: Vec<String> = endpoints
+        .iter()
+        .map(|e| {
+            e.name
+                .clone()
+                .unwrap_or_else(|| e.provider.name().to_owned())
+        })
+        .collect();
+    base.iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if base.iter().filter(|m| *m == n).count() > 1 {
+                format!("{n}#{}", i + 1)
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
 }
 
 /// The core's view of a list of endpoints, in order.
@@ -138,7 +217,10 @@ mod tests {
         assert_eq!(s.pool.priority, 3);
         assert_eq!(
             e.clone().keys(Vec::<ApiKey>::new()).spec(4),
-            Err(SetupError::NoKeys { endpoint: 4 })
+            Err(SetupError::NoKeys {
+                endpoint: 4,
+                env: "OPENAI_API_KEY"
+            })
         );
         assert_eq!(
             EndpointDef::new("ftp://x", Provider::OpenAi, "k").spec(1),
@@ -146,6 +228,24 @@ mod tests {
         );
         assert_eq!(specs(&[]), Err(SetupError::NoEndpoints));
         assert!(!format!("{e:?}").contains("k1"));
+    }
+
+    #[test]
+    fn a_missing_key_comes_from_the_providers_variable() {
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| " sk-ant ".to_owned());
+        let e = EndpointDef::from_env("http://h", Provider::Anthropic).with_env_key(env);
+        assert_eq!(e.keys, [ApiKey::from("sk-ant")]);
+        let e = EndpointDef::from_env("http://h", Provider::OpenAi).with_env_key(env);
+        assert!(e.keys.is_empty());
+        assert_eq!(
+            e.spec(2),
+            Err(SetupError::NoKeys {
+                endpoint: 2,
+                env: "OPENAI_API_KEY"
+            })
+        );
+        let given = EndpointDef::new("http://h", Provider::Anthropic, "mine").with_env_key(env);
+        assert_eq!(given.keys, [ApiKey::from("mine")]);
     }
 
     #[test]

@@ -17,10 +17,12 @@ pub enum SetupError {
     Config(ConfigError),
     /// No endpoint was given.
     NoEndpoints,
-    /// An endpoint has no key.
+    /// An endpoint has no key, and its provider's environment variable is unset.
     NoKeys {
         /// Its index among the endpoints.
         endpoint: usize,
+        /// The variable read (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+        env: &'static str,
     },
     /// An endpoint has more keys than the core supports.
     TooManyKeys {
@@ -48,7 +50,9 @@ impl fmt::Display for SetupError {
         match self {
             SetupError::Config(e) => write!(f, "invalid policy: {e}"),
             SetupError::NoEndpoints => f.write_str("no endpoint configured"),
-            SetupError::NoKeys { endpoint } => write!(f, "endpoint {endpoint} has no key"),
+            SetupError::NoKeys { endpoint, env } => {
+                write!(f, "endpoint {endpoint} has no key (and {env} is not set)")
+            }
             SetupError::TooManyKeys { endpoint } => {
                 write!(f, "endpoint {endpoint} has too many keys")
             }
@@ -131,6 +135,39 @@ pub struct CallError<E> {
     pub source: Option<E>,
     /// The client's limit the last attempt's response broke, if it broke one.
     pub exceeded: Option<Exceeded>,
+    /// Why the request was refused before any attempt (then `reason` is
+    /// [`GiveUpReason::NotRetryable`] and `attempts` 0).
+    pub request: Option<RequestError>,
+}
+
+/// A request refused before anything was sent.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The request did not serialize to a JSON value.
+    Serialize(String),
+    /// The call's options break the policy's rules; the error names the field.
+    Options(ConfigError),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Serialize(m) => write!(f, "the request is not JSON: {m}"),
+            RequestError::Options(e) => write!(f, "invalid call options: {e}"),
+        }
+    }
+}
+
+impl Error for RequestError {}
+
+/// `request` as the JSON value a session sends, from any `Serialize` type
+/// (a `serde_json::Value`, async-openai's request structs, one's own).
+pub fn request_value<R: serde::Serialize + ?Sized, E>(
+    request: &R,
+) -> Result<serde_json::Value, CallError<E>> {
+    serde_json::to_value(request)
+        .map_err(|e| CallError::refused(RequestError::Serialize(e.to_string())))
 }
 
 impl<E> CallError<E> {
@@ -151,6 +188,23 @@ impl<E> CallError<E> {
             message,
             source,
             exceeded: None,
+            request: None,
+        }
+    }
+
+    /// The error of a request refused before any attempt.
+    pub fn refused(request: RequestError) -> CallError<E> {
+        CallError {
+            reason: GiveUpReason::NotRetryable,
+            attempts: 0,
+            status: None,
+            class: None,
+            scope: None,
+            target: None,
+            message: None,
+            source: None,
+            exceeded: None,
+            request: Some(request),
         }
     }
 
@@ -164,6 +218,9 @@ impl<E> CallError<E> {
 
 impl<E: fmt::Display> fmt::Display for CallError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(request) = &self.request {
+            return write!(f, "call refused: {request}");
+        }
         write!(f, "call failed: {}", self.reason)?;
         let s = if self.attempts == 1 { "" } else { "s" };
         write!(f, " after {} attempt{s}", self.attempts)?;

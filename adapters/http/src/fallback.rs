@@ -2,7 +2,6 @@
 //! reply that says it was degraded and why.
 
 use serde_json::Value;
-use steadfast_core::ids::Target;
 use steadfast_core::retry::GiveUpReason;
 
 use crate::endpoint::EndpointDef;
@@ -52,26 +51,4 @@ pub struct Degraded {
     pub reason: GiveUpReason,
     /// The fallback that answered.
     pub via: FallbackKind,
-}
-
-/// A successful call's result.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Reply {
-    /// The response body.
-    pub body: Value,
-    /// Attempts made in all (a fallback endpoint's included).
-    pub attempts: u32,
-    /// Where the answering attempt went: endpoints are numbered in registration order,
-    /// fallback endpoints after the primary ones. `None` for a stored or template reply.
-    pub target: Option<Target>,
-    /// Set when a fallback produced the reply.
-    pub degraded: Option<Degraded>,
-}
-
-impl Reply {
-    /// Whether a fallback produced the reply.
-    pub fn is_degraded(&self) -> bool {
-        self.degraded.is_some()
-    }
 }

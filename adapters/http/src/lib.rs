@@ -60,29 +60,42 @@ pub mod example;
 mod fallback;
 mod key;
 mod metrics;
+mod options;
 pub mod outcome;
 mod provider;
+mod reply;
 mod session;
 mod shared;
 pub mod sse;
 pub mod stream;
 
 pub use clock::Now;
-pub use endpoint::{EndpointDef, specs};
+pub use endpoint::{EndpointDef, names as endpoint_names, specs};
 pub use error::{
-    CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, SetupError, StreamError,
+    CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, RequestError, SetupError,
+    StreamError, request_value,
 };
-pub use fallback::{Degraded, Fallback, FallbackKind, Reply};
+pub use fallback::{Degraded, Fallback, FallbackKind};
 pub use key::ApiKey;
-pub use metrics::{Fallbacks, GiveUps, Metrics, MetricsSnapshot};
+pub use metrics::{CallTally, Fallbacks, GiveUps, Metrics, MetricsSnapshot};
+pub use options::{CallOptions, RetryOverrides};
 pub use provider::{
     ANTHROPIC_VERSION, ANTHROPIC_VERSION_VALUE, IDEMPOTENCY_KEY, Provider, ProviderExt,
     UnknownProvider, X_API_KEY,
 };
+pub use reply::{Reply, ServedBy, TokenUsage};
 pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{Setup, Shared};
 pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
 
 pub use steadfast_core;
-pub use steadfast_core::policy::Policy;
+pub use steadfast_core::backoff::BackoffConfig;
+pub use steadfast_core::breaker::BreakerConfig;
+pub use steadfast_core::budget::BudgetConfig;
+pub use steadfast_core::classify::ClassifyConfig;
+pub use steadfast_core::health::{HealthConfig, SlaTargets};
+pub use steadfast_core::idempotency::StoreConfig;
+pub use steadfast_core::limiter::LimiterConfig;
+pub use steadfast_core::policy::{Policy, Preset};
+pub use steadfast_core::retry::RetryConfig;

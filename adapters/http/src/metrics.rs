@@ -53,19 +53,44 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
+/// What the counters need to know of one call across its events: whether it is a
+/// stream (its success is counted when its final event arrives, not when it starts)
+/// and whether its next attempt is a failover (counted as one, not as a retry).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallTally {
+    stream: bool,
+    failing_over: bool,
+}
+
+impl CallTally {
+    /// The tally of a call, a stream when `stream`.
+    pub fn new(stream: bool) -> CallTally {
+        CallTally {
+            stream,
+            failing_over: false,
+        }
+    }
+}
+
 impl Metrics {
-    /// Counts one event of a call.
-    pub fn on_call_event(&self, ev: &CallEvent) {
+    /// Counts one event of a call. An attempt after a failover counts as a failover,
+    /// not a retry; a stream's success waits for its final event
+    /// ([`Metrics::on_stream_finished`]).
+    pub fn on_call_event(&self, ev: &CallEvent, call: &mut CallTally) {
         trace_call(ev);
         match ev {
             CallEvent::AttemptStarted { id, .. } => {
                 bump(&self.attempts);
-                if id.0 > 1 {
+                if id.0 > 1 && !call.failing_over {
                     bump(&self.retries);
                 }
+                call.failing_over = false;
             }
-            CallEvent::Failover { .. } => bump(&self.failovers),
-            CallEvent::Succeeded { .. } => bump(&self.successes),
+            CallEvent::Failover { .. } => {
+                bump(&self.failovers);
+                call.failing_over = true;
+            }
+            CallEvent::Succeeded { .. } if !call.stream => bump(&self.successes),
             CallEvent::GaveUp { reason, .. } => {
                 if let Some(c) = self.give_ups.get(give_up_slot(reason)) {
                     bump(c);
@@ -110,6 +135,11 @@ impl Metrics {
         if let Some(c) = self.fallbacks.get(slot) {
             bump(c);
         }
+    }
+
+    /// Counts a stream whose final event arrived: a success.
+    pub fn on_stream_finished(&self) {
+        bump(&self.successes);
     }
 
     /// Counts a stream interrupted after its first event.
@@ -164,9 +194,11 @@ impl Metrics {
 pub struct MetricsSnapshot {
     /// Attempts sent (first tries and retries).
     pub attempts: u64,
-    /// Attempts after the first of their call.
+    /// Attempts after the first of their call that went where the one before went (an
+    /// attempt to another endpoint is a failover, not a retry).
     pub retries: u64,
-    /// Calls that succeeded (a fallback endpoint's own call included).
+    /// Calls that succeeded (a fallback endpoint's own call included); a stream counts
+    /// once its final event arrived (a cut stream is an interruption, not a success).
     pub successes: u64,
     /// Calls that gave up, by reason.
     pub give_ups: GiveUps,
@@ -329,23 +361,34 @@ mod tests {
         let m = Metrics::default();
         let t = Target::new(0, 0);
         let at = Timestamp::ZERO;
+        let mut call = CallTally::new(false);
+        let start = |id| CallEvent::AttemptStarted {
+            at,
+            id: AttemptId(id),
+            target: t,
+        };
         for id in 1..=3 {
-            m.on_call_event(&CallEvent::AttemptStarted {
-                at,
-                id: AttemptId(id),
-                target: t,
-            });
+            m.on_call_event(&start(id), &mut call);
         }
-        m.on_call_event(&CallEvent::Failover {
+        let failover = CallEvent::Failover {
             at,
             from: t,
             to: Target::new(1, 0),
-        });
-        m.on_call_event(&CallEvent::GaveUp {
+        };
+        m.on_call_event(&failover, &mut call);
+        m.on_call_event(&start(4), &mut call);
+        m.on_call_event(&start(5), &mut call);
+        let gave_up = CallEvent::GaveUp {
             at,
             reason: GiveUpReason::NoUsableKey,
-        });
-        m.on_call_event(&CallEvent::Succeeded { at, attempts: 1 });
+        };
+        m.on_call_event(&gave_up, &mut call);
+        m.on_call_event(&CallEvent::Succeeded { at, attempts: 1 }, &mut call);
+        // A stream's start is not its success; its final event is.
+        let mut stream = CallTally::new(true);
+        m.on_call_event(&CallEvent::Succeeded { at, attempts: 1 }, &mut stream);
+        assert_eq!(m.snapshot().successes, 1);
+        m.on_stream_finished();
         m.on_engine_event(&EngineEvent::Breaker {
             endpoint: EndpointId(0),
             event: BreakerEvent {
@@ -361,7 +404,8 @@ mod tests {
         }));
         m.on_fallback(FallbackKind::Template, &GiveUpReason::NoUsableKey);
         let s = m.snapshot();
-        assert_eq!((s.attempts, s.retries, s.successes), (3, 2, 1));
+        // Attempts 2, 3 and 5 are retries; 4 went elsewhere.
+        assert_eq!((s.attempts, s.retries, s.successes), (5, 3, 2));
         assert_eq!(s.failovers, 1);
         assert_eq!(s.give_ups.no_usable_key, 1);
         assert_eq!(s.give_ups.total(), 1);

@@ -25,6 +25,15 @@ pub trait ProviderExt {
     /// (marked sensitive, so `http`'s `Debug` hides it), the API version where one is
     /// required, and `content-type: application/json`.
     fn headers(self, key: &ApiKey) -> Result<HeaderMap, http::header::InvalidHeaderValue>;
+
+    /// The environment variable the provider's own SDK reads its key from
+    /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): an endpoint given no key takes it.
+    ///
+    /// ```
+    /// use steadfast_http::{Provider, ProviderExt};
+    /// assert_eq!(Provider::Anthropic.key_env(), "ANTHROPIC_API_KEY");
+    /// ```
+    fn key_env(self) -> &'static str;
 }
 
 impl ProviderExt for Provider {
@@ -59,6 +68,13 @@ impl ProviderExt for Provider {
             }
         }
         Ok(map)
+    }
+
+    fn key_env(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        }
     }
 }
 

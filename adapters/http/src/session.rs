@@ -13,16 +13,18 @@ use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::ids::{EndpointId, Target};
 use steadfast_core::outcome::{Outcome, Transport};
-use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp};
+use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp, RetryConfig};
 use steadfast_core::time::Timestamp;
 
 use crate::body;
 use crate::chain::Chain;
 use crate::clock::Now;
-use crate::error::{CallError, Exceeded};
-use crate::fallback::Reply;
+use crate::error::{CallError, Exceeded, RequestError};
+use crate::metrics::CallTally;
+use crate::options::CallOptions;
 use crate::outcome::{self, is_payload};
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
+use crate::reply::Reply;
 use crate::shared::Shared;
 use crate::stream::EventReader;
 
@@ -95,6 +97,13 @@ pub struct Session<'c, E> {
     request: &'c Value,
     stream: bool,
     business_id: Option<&'c [u8]>,
+    /// The call's own retry rules, when it changes the client's.
+    retry: Option<RetryConfig>,
+    /// Headers the caller adds to every attempt.
+    extra: HeaderMap,
+    /// Why the request was refused before any attempt, if it was.
+    refused: Option<RequestError>,
+    tally: CallTally,
     bodies: Vec<Option<Bytes>>,
     in_flight: Option<Attempt>,
     /// The latest instant an input carried: a session dropped before it is done is
@@ -126,12 +135,64 @@ impl<'c, E> Session<'c, E> {
         request: &'c Value,
         stream: bool,
     ) -> Session<'c, E> {
-        let mut s = Session {
+        Session::start(
             shared,
-            call: start_call(shared, now, business_id, request, stream, None),
+            now,
             request,
             stream,
             business_id,
+            None,
+            HeaderMap::new(),
+        )
+    }
+
+    /// Starts a call of `request` with the caller's [`CallOptions`]: its own
+    /// attempts, timeout and deadline, extra headers, and the business id its
+    /// idempotency key is derived from. Options that break the policy's rules refuse
+    /// the call before any attempt ([`CallError::request`] names the field).
+    pub fn with_options(
+        shared: &'c Shared,
+        now: Timestamp,
+        request: &'c Value,
+        stream: bool,
+        options: &'c CallOptions,
+    ) -> Session<'c, E> {
+        let retry = options.retry.apply(&shared.policy.retry);
+        let invalid = retry.validate().err();
+        let retry = (!options.retry.is_empty() && invalid.is_none()).then_some(retry);
+        let id = options.idempotency_key.as_deref().map(str::as_bytes);
+        let extra = options.headers.clone();
+        let mut s = Session::start(shared, now, request, stream, id, retry, extra);
+        s.refused = invalid.map(RequestError::Options);
+        s
+    }
+
+    fn start(
+        shared: &'c Shared,
+        now: Timestamp,
+        request: &'c Value,
+        stream: bool,
+        business_id: Option<&'c [u8]>,
+        retry: Option<RetryConfig>,
+        extra: HeaderMap,
+    ) -> Session<'c, E> {
+        let first = Start {
+            request,
+            stream,
+            business_id,
+            retry: retry.as_ref(),
+            only: None,
+        };
+        let mut s = Session {
+            shared,
+            call: first.call(shared, now),
+            request,
+            stream,
+            business_id,
+            retry,
+            extra,
+            refused: None,
+            tally: CallTally::new(stream),
             bodies: vec![None; shared.endpoints.len()],
             in_flight: None,
             latest: now,
@@ -175,6 +236,9 @@ impl<'c, E> Session<'c, E> {
     /// What to do next, at `now`.
     pub fn poll(&mut self, now: Timestamp) -> Step<'c> {
         self.latest = self.latest.max(now);
+        if self.refused.is_some() && self.finish.is_none() {
+            self.finish = Some(self.cancel());
+        }
         loop {
             if self.finish.is_some() {
                 return Step::Done;
@@ -216,8 +280,14 @@ impl<'c, E> Session<'c, E> {
 
     /// Runs the call again as a new call restricted to a fallback endpoint.
     fn start_fallback(&mut self, now: Timestamp, endpoint: EndpointId) {
-        let (shared, id, request) = (self.shared, self.business_id, self.request);
-        self.call = start_call(shared, now, id, request, self.stream, Some(endpoint));
+        let next = Start {
+            request: self.request,
+            stream: self.stream,
+            business_id: self.business_id,
+            retry: self.retry.as_ref(),
+            only: Some(endpoint),
+        };
+        self.call = next.call(self.shared, now);
         self.in_flight = None;
         self.success = None;
         self.drain_call_events();
@@ -229,7 +299,7 @@ impl<'c, E> Session<'c, E> {
 
     fn drain_call_events(&mut self) {
         while let Some(ev) = self.call.poll_event() {
-            self.shared.metrics.on_call_event(&ev);
+            self.shared.metrics.on_call_event(&ev, &mut self.tally);
         }
     }
 
@@ -250,6 +320,11 @@ impl<'c, E> Session<'c, E> {
         let mut buf = [0u8; 36];
         if let Ok(v) = HeaderValue::from_str(attempt.idempotency_key.as_str(&mut buf)) {
             headers.insert(IDEMPOTENCY_KEY, v);
+        }
+        for (name, value) in &self.extra {
+            if !headers.contains_key(name) {
+                headers.append(name, value.clone());
+            }
         }
         let body = match self.bodies.get_mut(e) {
             Some(Some(b)) => b.clone(),
@@ -398,6 +473,9 @@ impl<'c, E> Session<'c, E> {
     /// degraded), or the primary call's error when no fallback answered.
     pub fn into_reply(mut self) -> Result<Reply, CallError<E>> {
         let finish = self.finished();
+        if let Some(e) = self.refused.take() {
+            return Err(CallError::refused(e));
+        }
         let chain = std::mem::replace(&mut self.chain, Chain::new());
         match finish {
             Finish::Success { attempts, target } => {
@@ -412,7 +490,11 @@ impl<'c, E> Session<'c, E> {
 
     /// The result of a finished stream call: where it started.
     pub fn into_stream(mut self) -> Result<Started, CallError<E>> {
-        match self.finished() {
+        let finish = self.finished();
+        if let Some(e) = self.refused.take() {
+            return Err(CallError::refused(e));
+        }
+        match finish {
             Finish::Success { attempts, target } => Ok(Started {
                 target,
                 provider: self.shared.provider(target.endpoint),
@@ -441,25 +523,33 @@ impl<'c, E> Session<'c, E> {
     }
 }
 
-/// A call of `request` started at `now` on the shared engine, restricted to `only`
-/// when given.
-fn start_call(
-    shared: &Shared,
-    now: Timestamp,
-    business_id: Option<&[u8]>,
-    request: &Value,
+/// How a session starts a call: the primary one, or a fallback endpoint's.
+struct Start<'a> {
+    request: &'a Value,
     stream: bool,
+    business_id: Option<&'a [u8]>,
+    retry: Option<&'a RetryConfig>,
+    /// The standby endpoint a fallback call is restricted to.
     only: Option<EndpointId>,
-) -> Call {
-    let mut call = shared.with_engine(|e| e.start_call(now, business_id));
-    if let Some(endpoint) = only {
-        call = call.restricted_to(endpoint);
+}
+
+impl Start<'_> {
+    /// The call, started at `now` on the shared engine.
+    fn call(&self, shared: &Shared, now: Timestamp) -> Call {
+        let id = self.business_id;
+        let mut call = shared.with_engine(|e| match self.retry {
+            Some(retry) => e.start_call_with(now, retry, id),
+            None => e.start_call(now, id),
+        });
+        if let Some(endpoint) = self.only {
+            call = call.restricted_to(endpoint);
+        }
+        if shared.estimate_tokens {
+            let len = body::prepare(self.request, None, self.stream).len();
+            call = call.with_tokens(body::estimate_tokens(self.request, len));
+        }
+        call
     }
-    if shared.estimate_tokens {
-        let len = body::prepare(request, None, stream).len();
-        call = call.with_tokens(body::estimate_tokens(request, len));
-    }
-    call
 }
 
 impl<E> Drop for Session<'_, E> {

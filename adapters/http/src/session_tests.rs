@@ -66,6 +66,7 @@ fn setup_with(fallbacks: Vec<Fallback>, f: impl FnOnce(&mut Policy)) -> Shared {
         fallbacks,
         seed: Some([7; 32]),
         max_body: 1000,
+        retry: Default::default(),
     };
     Shared::new(s).expect("setup")
 }

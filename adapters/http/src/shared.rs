@@ -15,9 +15,11 @@ use steadfast_core::time::Timestamp;
 
 use crate::endpoint::{self, EndpointDef};
 use crate::error::{DEFAULT_MAX_BODY, SetupError};
-use crate::fallback::{Degraded, Fallback, FallbackKind, Reply};
+use crate::fallback::{Degraded, Fallback, FallbackKind};
 use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::options::RetryOverrides;
 use crate::provider::{Provider, ProviderExt};
+use crate::reply::{Reply, ServedBy};
 
 /// How to build a client: the policy, the endpoints, the fallbacks, the seed and the
 /// body limit. Each adapter's builder wraps one.
@@ -35,6 +37,9 @@ pub struct Setup {
     /// The largest response body read, in bytes (default [`DEFAULT_MAX_BODY`]); for a
     /// stream, the largest unfinished event and the most text kept.
     pub max_body: u64,
+    /// Changes to the policy's retry rules (the builder's `max_retries`, `timeout`,
+    /// `deadline`), laid over whichever policy is set.
+    pub retry: RetryOverrides,
 }
 
 impl Default for Setup {
@@ -45,6 +50,7 @@ impl Default for Setup {
             fallbacks: Vec::new(),
             seed: None,
             max_body: DEFAULT_MAX_BODY,
+            retry: RetryOverrides::default(),
         }
     }
 }
@@ -62,6 +68,7 @@ impl Setup {
 }
 
 pub(crate) struct EndpointSlot {
+    pub name: String,
     pub provider: Provider,
     pub model: Option<String>,
     pub url: String,
@@ -126,26 +133,32 @@ impl Shared {
             return Err(SetupError::NoEndpoints);
         }
         let fallbacks = fallback_slots(&mut defs, setup.fallbacks);
+        let env = |name: &str| std::env::var(name).ok();
+        let defs: Vec<EndpointDef> = defs.into_iter().map(|d| d.with_env_key(env)).collect();
+        let names = endpoint::names(&defs);
         let mut specs = endpoint::specs(&defs)?;
         for spec in specs.iter_mut().skip(primary) {
             spec.standby = true;
         }
-        let engine = Engine::new(setup.policy.clone(), &specs, seed)?;
+        let mut policy = setup.policy;
+        policy.retry = setup.retry.apply(&policy.retry);
+        let engine = Engine::new(policy.clone(), &specs, seed)?;
         let endpoints = defs
             .into_iter()
+            .zip(names)
             .enumerate()
-            .map(|(e, def)| EndpointSlot::new(e, def))
+            .map(|(e, (def, name))| EndpointSlot::new(e, def, name))
             .collect::<Result<Vec<_>, _>>()?;
         let stored = fallbacks.iter().any(|f| matches!(f, FallbackSlot::Stored));
         let store = stored
-            .then(|| MemoryStore::new(&setup.policy.idempotency))
+            .then(|| MemoryStore::new(&policy.idempotency))
             .transpose()?
             .map(Mutex::new);
         Ok(Shared {
             engine: Mutex::new(engine),
-            estimate_tokens: estimates_tokens(&setup.policy, &endpoints),
+            estimate_tokens: estimates_tokens(&policy, &endpoints),
             endpoints,
-            policy: setup.policy,
+            policy,
             metrics: Arc::default(),
             max_body: setup.max_body,
             store,
@@ -205,6 +218,36 @@ impl Shared {
         self.endpoints
             .get(usize::from(endpoint.0))
             .map_or(Provider::OpenAi, |e| e.provider)
+    }
+
+    /// The name of an endpoint (fallback endpoints after the primary ones), as replies,
+    /// errors and summaries show it.
+    pub fn endpoint_name(&self, endpoint: EndpointId) -> Option<&str> {
+        self.endpoints
+            .get(usize::from(endpoint.0))
+            .map(|e| e.name.as_str())
+    }
+
+    /// Who answered with `body` at `target`.
+    pub(crate) fn served_by(&self, target: Target, body: &Value) -> Option<ServedBy> {
+        let slot = self.endpoints.get(usize::from(target.endpoint.0))?;
+        let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
+        Some(ServedBy {
+            endpoint: slot.name.clone(),
+            provider: slot.provider,
+            model: model.or_else(|| slot.model.clone()),
+        })
+    }
+
+    /// The reply of a call that succeeded at `target`.
+    pub(crate) fn reply(&self, body: Value, attempts: u32, target: Target) -> Reply {
+        Reply {
+            served_by: self.served_by(target, &body),
+            body,
+            attempts,
+            target: Some(target),
+            degraded: None,
+        }
     }
 
     /// Replaces every configured key of every endpoint found in `text` with `****`.
@@ -271,6 +314,7 @@ impl Shared {
     ) -> Reply {
         self.metrics.on_fallback(via, &reason);
         Reply {
+            served_by: target.and_then(|t| self.served_by(t, &body)),
             body,
             attempts,
             target,
@@ -318,7 +362,7 @@ fn take_events(engine: &mut Engine, batch: &mut [Option<EngineEvent>; EVENT_BATC
 
 impl EndpointSlot {
     /// Endpoint `e` with every key's headers prepared.
-    fn new(e: usize, def: EndpointDef) -> Result<EndpointSlot, SetupError> {
+    fn new(e: usize, def: EndpointDef, name: String) -> Result<EndpointSlot, SetupError> {
         let headers = def
             .keys
             .iter()
@@ -333,6 +377,7 @@ impl EndpointSlot {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(EndpointSlot {
+            name,
             provider: def.provider,
             model: def.model.clone(),
             url: def.url(),

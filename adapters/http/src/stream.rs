@@ -109,7 +109,13 @@ impl EventReader {
             return Next::Read;
         };
         match self.text.observe(&ev) {
-            Ok(EventKind::Content | EventKind::Done) => Next::Item(Ok(ev)),
+            Ok(EventKind::Content) => Next::Item(Ok(ev)),
+            Ok(EventKind::Done) => {
+                if let Some(m) = &self.metrics {
+                    m.on_stream_finished();
+                }
+                Next::Item(Ok(ev))
+            }
             Err(cause) => Next::Item(Err(self.interrupt(cause, None))),
         }
     }

@@ -5,7 +5,7 @@ use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::time::Timestamp;
 use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
-use steadfast_http::{Now, Outgoing, Reply, Session, Step};
+use steadfast_http::{CallOptions, Now, Outgoing, Reply, Session, Step};
 use tokio::time::Instant;
 
 use crate::errors::{head_too_large, transport};
@@ -49,10 +49,10 @@ fn request(http: &reqwest::Client, out: Outgoing<'_>) -> reqwest::RequestBuilder
 /// A call, with its fallbacks (the session runs them).
 pub(crate) async fn chat(
     c: &Inner,
-    business_id: Option<&[u8]>,
+    options: &CallOptions,
     body: &Value,
 ) -> Result<Reply, CallError> {
-    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), business_id, body, false);
+    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
     loop {
         match s.poll(c.clock.timestamp()) {
             Step::Send(out) => exchange(c, &mut s, out).await,
@@ -112,8 +112,12 @@ pub(crate) struct Opened {
 }
 
 /// A streamed call: retried until the first event arrives.
-pub(crate) async fn stream(c: &Inner, body: &Value) -> Result<EventStream, CallError> {
-    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), None, body, true);
+pub(crate) async fn stream(
+    c: &Inner,
+    options: &CallOptions,
+    body: &Value,
+) -> Result<EventStream, CallError> {
+    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
     let mut opened = None;
     loop {
         match s.poll(c.clock.timestamp()) {

@@ -14,7 +14,7 @@ use steadfast_core::time::Timestamp;
 use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::is_payload;
-use steadfast_http::{EventReader, Now, Outgoing, Reply, Session};
+use steadfast_http::{CallOptions, EventReader, Now, Outgoing, Reply, Session};
 use ureq::Agent;
 use ureq::http::Response;
 
@@ -93,12 +93,8 @@ fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>,
 }
 
 /// A call, with its fallbacks (the session runs them).
-pub(crate) fn chat(
-    c: &Inner,
-    business_id: Option<&[u8]>,
-    body: &Value,
-) -> Result<Reply, CallError> {
-    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), business_id, body, false);
+pub(crate) fn chat(c: &Inner, options: &CallOptions, body: &Value) -> Result<Reply, CallError> {
+    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
     while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
         exchange(c, &mut s, out);
     }
@@ -171,8 +167,12 @@ pub(crate) struct Opened {
 }
 
 /// A streamed call: retried until the first event arrives.
-pub(crate) fn stream(c: &Inner, body: &Value) -> Result<EventIter, CallError> {
-    let mut s: S<'_> = Session::new(&c.shared, c.clock.timestamp(), None, body, true);
+pub(crate) fn stream(
+    c: &Inner,
+    options: &CallOptions,
+    body: &Value,
+) -> Result<EventIter, CallError> {
+    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
     let mut opened = None;
     while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
         opened = open(c, &mut s, out);

@@ -38,12 +38,15 @@ mod stream;
 use std::sync::Arc;
 
 use drive::Clock;
-use serde_json::Value;
-pub use steadfast_core::policy::{Policy, Preset};
+use serde::Serialize;
 use steadfast_core::time::Timestamp;
+/// Every type the builder and the calls take, so that no other crate is needed.
 pub use steadfast_http::{
-    ApiKey, DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind,
-    GiveUpReason, Interruption, MetricsSnapshot, Provider, Reply, SetupError, SseEvent,
+    ApiKey, BackoffConfig, BreakerConfig, BudgetConfig, CallOptions, ClassifyConfig,
+    DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind, GiveUpReason,
+    HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset, Provider,
+    ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets, SseEvent,
+    StoreConfig, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::EventIter;
@@ -122,25 +125,51 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// Sends one chat request (the endpoint's `model` is set in it), retried as the
-    /// policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
-    pub fn chat(&self, request: Value) -> Result<Reply, CallError> {
-        drive::chat(&self.inner, None, &request)
+    /// Sends one chat request — a `serde_json::Value`, async-openai's request types or
+    /// one's own `Serialize` struct (the endpoint's `model` is set in it) — retried as
+    /// the policy says, with a fresh idempotency key; runs the fallbacks if it gives up.
+    pub fn chat<R: Serialize>(&self, request: R) -> Result<Reply, CallError> {
+        self.chat_with_options(request, &CallOptions::new())
     }
 
-    /// Like [`Client::chat`], with the idempotency key derived from `business_id`: a
-    /// resubmission carries the same key, and the `Stored` fallback can answer with
-    /// its last result.
-    pub fn chat_with(&self, business_id: &str, request: Value) -> Result<Reply, CallError> {
-        let id = Some(business_id.as_bytes());
-        drive::chat(&self.inner, id, &request)
+    /// Like [`Client::chat`], with the idempotency key derived from `business_id` (an
+    /// order number, a batch line's id): a resubmission carries the same key, and the
+    /// `Stored` fallback can answer with its last result.
+    pub fn chat_with<R: Serialize>(
+        &self,
+        business_id: &str,
+        request: R,
+    ) -> Result<Reply, CallError> {
+        let options = CallOptions::new().idempotency_key(business_id);
+        self.chat_with_options(request, &options)
+    }
+
+    /// Like [`Client::chat`], with this call's own [`CallOptions`] (attempts, timeout,
+    /// deadline, extra headers, idempotency key).
+    pub fn chat_with_options<R: Serialize>(
+        &self,
+        request: R,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError> {
+        let body = steadfast_http::request_value(&request)?;
+        drive::chat(&self.inner, options, &body)
     }
 
     /// Starts a streamed chat (`"stream": true` is set). Attempts are retried until
-    /// the first event arrives; the iterator then yields it and the rest. A failure
-    /// after that is a [`StreamError`] carrying the text so far, never a retry.
-    pub fn stream(&self, request: Value) -> Result<EventIter, CallError> {
-        drive::stream(&self.inner, &request)
+    /// the first event arrives; the iterator then yields it and the rest. A failure after
+    /// that is a [`StreamError`] carrying the text so far, never a retry.
+    pub fn stream<R: Serialize>(&self, request: R) -> Result<EventIter, CallError> {
+        self.stream_with_options(request, &CallOptions::new())
+    }
+
+    /// Like [`Client::stream`], with this call's own [`CallOptions`].
+    pub fn stream_with_options<R: Serialize>(
+        &self,
+        request: R,
+        options: &CallOptions,
+    ) -> Result<EventIter, CallError> {
+        let body = steadfast_http::request_value(&request)?;
+        drive::stream(&self.inner, options, &body)
     }
 
     /// The counters so far.

@@ -217,6 +217,9 @@ impl EndpointEntry {
         let mut def = EndpointDef::new(self.base_url.clone(), self.provider, "")
             .keys(keys)
             .priority(self.priority);
+        if let Some(n) = &self.name {
+            def = def.name(n.clone());
+        }
         if let Some(m) = &self.model {
             def = def.model(m.clone());
         }

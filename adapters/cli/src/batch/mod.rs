@@ -55,7 +55,7 @@ pub struct Options {
     pub policy: Policy,
     /// The endpoints (at least one).
     pub endpoints: Vec<EndpointDef>,
-    /// The endpoints' names for people, by index (see [`endpoint_names`]).
+    /// The endpoints' names for people, by index (see [`steadfast_http::endpoint_names`]).
     pub names: Vec<String>,
     /// Lines in flight at once (at least 1).
     pub concurrency: usize,
@@ -63,25 +63,6 @@ pub struct Options {
     pub seed: Option<u64>,
     /// How progress is shown.
     pub progress: progress::Mode,
-}
-
-/// Names for the endpoints: each its own `name`, else its provider's; a name two
-/// endpoints share gets its 1-based index (`openai#2`).
-pub fn endpoint_names(named: &[(Option<String>, steadfast_http::Provider)]) -> Vec<String> {
-    let base: Vec<String> = named
-        .iter()
-        .map(|(n, p)| n.clone().unwrap_or_else(|| p.name().to_owned()))
-        .collect();
-    base.iter()
-        .enumerate()
-        .map(|(i, n)| {
-            if base.iter().filter(|m| *m == n).count() > 1 {
-                format!("{n}#{}", i + 1)
-            } else {
-                n.clone()
-            }
-        })
-        .collect()
 }
 
 /// Why a batch could not run, or stopped.
@@ -110,25 +91,5 @@ impl RunError {
             RunError::Setup(_) => exit::SETUP,
             RunError::Io(_) => exit::IO,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use steadfast_http::Provider;
-
-    #[test]
-    fn names_come_from_the_config_else_the_provider_and_never_repeat() {
-        let named = [
-            (None, Provider::OpenAi),
-            (Some("primary".to_owned()), Provider::OpenAi),
-            (None, Provider::Anthropic),
-            (None, Provider::OpenAi),
-        ];
-        assert_eq!(
-            endpoint_names(&named),
-            ["openai#1", "primary", "anthropic", "openai#4"]
-        );
     }
 }

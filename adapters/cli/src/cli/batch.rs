@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use steadfast_http::{ApiKey, EndpointDef, Provider};
+use steadfast_http::{ApiKey, EndpointDef, Provider, ProviderExt};
 use steadfast_mock::{MockConfig, MockServer};
 
 use crate::batch::{self, Options, file, progress, store};
@@ -164,13 +164,6 @@ pub fn default_output(input: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn default_key_var(p: Provider) -> &'static str {
-    match p {
-        Provider::OpenAi => "OPENAI_API_KEY",
-        Provider::Anthropic => "ANTHROPIC_API_KEY",
-    }
-}
-
 fn default_base(p: Provider) -> &'static str {
     match p {
         Provider::OpenAi => "https://api.openai.com",
@@ -224,21 +217,13 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
     }
     let provider = a.provider.unwrap_or_default();
     let mut mock = None;
-    let named: Vec<(Option<String>, Provider)> = if flag_endpoint {
-        vec![(None, provider)]
-    } else {
-        file_endpoints
-            .iter()
-            .map(|e| (e.name.clone(), e.provider))
-            .collect()
-    };
     let endpoints = if flag_endpoint {
         let keys = |fallback: Option<&str>| -> Result<Vec<ApiKey>, String> {
             if a.api_key_env.is_empty() {
                 return match fallback {
                     Some(k) => Ok(vec![ApiKey::new(k)]),
                     None => {
-                        let var = default_key_var(provider);
+                        let var = provider.key_env();
                         env(var).map(|k| vec![k]).ok_or_else(|| {
                             format!("no API key: set {var}, or name variables with --api-key-env")
                         })
@@ -316,8 +301,8 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
             input: a.input.clone(),
             paths,
             policy,
+            names: steadfast_http::endpoint_names(&endpoints),
             endpoints,
-            names: batch::endpoint_names(&named),
             concurrency: a.concurrency as usize,
             seed: a.seed,
             progress,

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use steadfast_http::{CallError, MetricsSnapshot, Reply, Shared};
+use steadfast_http::{CallError, CallOptions, MetricsSnapshot, Reply, Shared};
 
 use super::{Build, Harness, Streamed};
 
@@ -23,6 +23,15 @@ macro_rules! configured {
         }
         for f in b.fallbacks {
             builder = builder.fallback(f);
+        }
+        if let Some(n) = b.knobs.max_retries {
+            builder = builder.max_retries(n);
+        }
+        if let Some(t) = b.knobs.timeout {
+            builder = builder.timeout(t);
+        }
+        if let Some(d) = b.knobs.deadline {
+            builder = builder.deadline(d);
         }
         builder
     }};
@@ -65,6 +74,14 @@ impl Harness for Reqwest {
         rt().block_on(c.chat_with(id, body))
     }
 
+    fn chat_opts(
+        c: &Self::Client,
+        body: Value,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError<reqwest::Error>> {
+        rt().block_on(c.chat_with_options(body, options))
+    }
+
     fn stream(c: &Self::Client, body: Value) -> Streamed<reqwest::Error> {
         rt().block_on(async {
             let stream = c.stream(body).await?;
@@ -100,6 +117,14 @@ impl Harness for Ureq {
 
     fn chat_with(c: &Self::Client, id: &str, body: Value) -> Result<Reply, CallError<ureq::Error>> {
         c.chat_with(id, body)
+    }
+
+    fn chat_opts(
+        c: &Self::Client,
+        body: Value,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError<ureq::Error>> {
+        c.chat_with_options(body, options)
     }
 
     fn stream(c: &Self::Client, body: Value) -> Streamed<ureq::Error> {

@@ -3,12 +3,14 @@
 //! (generic over the harness), instantiated per adapter by `scenarios!`.
 #![allow(dead_code)]
 
+pub mod capture;
 pub mod clients;
 pub mod hostile;
 pub mod liveness;
 pub mod scenarios;
 pub mod streams;
 pub mod tap;
+pub mod typed;
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -16,8 +18,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use steadfast_core::policy::Policy;
 use steadfast_http::{
-    CallError, EndpointDef, Fallback, MetricsSnapshot, Provider, Reply, Shared, SseEvent,
-    StreamError,
+    CallError, CallOptions, EndpointDef, Fallback, MetricsSnapshot, Provider, Reply, Shared,
+    SseEvent, StreamError,
 };
 use steadfast_mock::{Fault, MockConfig, MockServer};
 
@@ -34,6 +36,16 @@ pub struct Build {
     pub seed: u64,
     /// The client's body limit, when not the default.
     pub max_body: Option<u64>,
+    /// The builder's `max_retries`, `timeout` and `deadline`, when set.
+    pub knobs: Knobs,
+}
+
+/// The builder settings laid over the policy.
+#[derive(Default)]
+pub struct Knobs {
+    pub max_retries: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub deadline: Option<Duration>,
 }
 
 impl Build {
@@ -44,6 +56,7 @@ impl Build {
             fallbacks: Vec::new(),
             seed: SEED,
             max_body: None,
+            knobs: Knobs::default(),
         }
     }
 
@@ -86,6 +99,11 @@ pub trait Harness: 'static {
     fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<Self::Source>>;
     fn chat_with(c: &Self::Client, id: &str, body: Value)
     -> Result<Reply, CallError<Self::Source>>;
+    fn chat_opts(
+        c: &Self::Client,
+        body: Value,
+        options: &CallOptions,
+    ) -> Result<Reply, CallError<Self::Source>>;
     fn stream(c: &Self::Client, body: Value) -> Streamed<Self::Source>;
     fn metrics(c: &Self::Client) -> MetricsSnapshot;
     fn shared(c: &Self::Client) -> &Shared;
@@ -186,6 +204,20 @@ macro_rules! scenarios {
     };
 }
 
+/// Instantiates every typed-client scenario as a `#[test]` for harness `$h`.
+#[macro_export]
+macro_rules! typed_scenarios {
+    ($h:ty; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
+                support::typed::$name::<$h>();
+            }
+        )*
+    };
+}
+
 /// Instantiates every stream scenario as a `#[test]` for harness `$h`.
 #[macro_export]
 macro_rules! stream_scenarios {
@@ -247,6 +279,13 @@ macro_rules! all_scenarios {
             stream_cut_after_the_first_event_is_interrupted,
             stream_error_status_is_retried,
             no_panic_on_any_fault_while_streaming,
+        );
+        typed_scenarios!($h;
+            replies_tell_text_usage_and_who_served_them,
+            call_options_change_one_call_only,
+            call_options_add_headers_and_the_idempotency_key,
+            builder_knobs_apply_to_every_call,
+            a_failover_is_counted_as_one_not_as_a_retry,
         );
         liveness_scenarios!($h;
             a_burst_is_paced_instead_of_failing,

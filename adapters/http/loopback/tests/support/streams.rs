@@ -88,7 +88,9 @@ pub fn stream_cut_after_the_first_event_is_interrupted<H: Harness>() {
         1,
         "never retried after the first event"
     );
-    assert_eq!(H::metrics(&c).stream_interruptions, 1);
+    let m = H::metrics(&c);
+    assert_eq!(m.stream_interruptions, 1);
+    assert_eq!(m.successes, 0, "a cut stream is not a success");
 }
 
 pub fn stream_error_status_is_retried<H: Harness>() {
