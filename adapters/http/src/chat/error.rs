@@ -49,6 +49,35 @@ impl TranslateError {
         }
     }
 
+    /// The field as a JSON pointer (RFC 6901) into the body that was translated:
+    /// `messages[2].content[0].type` is `/messages/2/content/0/type`, the body itself
+    /// is `""`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use steadfast_http::chat::to_anthropic;
+    ///
+    /// let req = json!({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]});
+    /// let e = to_anthropic(&req).unwrap_err();
+    /// assert_eq!(e.pointer(), "/messages/0/content/0/type");
+    /// assert_eq!(req.pointer(&e.pointer()), Some(&json!("input_audio")));
+    /// ```
+    pub fn pointer(&self) -> String {
+        let mut out = String::new();
+        for segment in self.field().split('.').filter(|s| !s.is_empty()) {
+            let mut parts = segment.split('[');
+            if let Some(key) = parts.next().filter(|k| !k.is_empty()) {
+                out.push('/');
+                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            for index in parts {
+                out.push('/');
+                out.push_str(index.trim_end_matches(']'));
+            }
+        }
+        out
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, expected: &'static str) -> TranslateError {
         TranslateError::Invalid {
             field: field.into(),
