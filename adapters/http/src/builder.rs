@@ -2,12 +2,15 @@
 
 /// Expands, inside a client's `impl ClientBuilder`, to the settings every client
 /// shares: `policy`, `endpoint`, `fallback`, `seed`, `seed_u64`, `max_retries`,
-/// `timeout`, `deadline` and `max_body`. The
-/// builder must have a `setup: steadfast_http::Setup` field.
+/// `timeout`, `deadline`, `canonical` and `max_body`, each with a doc test through
+/// the client crate `$krate`. The builder must have a `setup: steadfast_http::Setup`
+/// field.
 #[macro_export]
 macro_rules! shared_builder_settings {
-    () => {
+    ($krate:ident) => {
         /// The policy (default: the `standard` preset).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .policy(", stringify!($krate), "::Preset::Batch)\n    .build()?;\nassert!(client.shared().policy().retry.hold);\n# Ok(()) }\n```")]
         #[must_use]
         pub fn policy(mut self, policy: impl Into<$crate::Policy>) -> Self {
             self.setup.policy = policy.into();
@@ -15,6 +18,8 @@ macro_rules! shared_builder_settings {
         }
 
         /// Adds an endpoint (at least one is needed).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::Anthropic, \"sk-2\").name(\"claude\"))\n    .build()?;\nassert_eq!(client.shared().endpoint_name(steadfast_http::steadfast_core::ids::EndpointId(1)), Some(\"claude\"));\n# Ok(()) }\n```")]
         #[must_use]
         pub fn endpoint(mut self, endpoint: $crate::EndpointDef) -> Self {
             self.setup.endpoints.push(endpoint);
@@ -22,6 +27,8 @@ macro_rules! shared_builder_settings {
         }
 
         /// Adds a fallback, tried (after the ones added before it) when a call gives up.
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .fallback(", stringify!($krate), "::Fallback::Template(serde_json::json!({\"choices\": []})))\n    .build()?;\nassert!(format!(\"{:?}\", client.shared()).contains(\"fallbacks: 1\"));\n# Ok(()) }\n```")]
         #[must_use]
         pub fn fallback(mut self, fallback: $crate::Fallback) -> Self {
             self.setup.fallbacks.push(fallback);
@@ -29,6 +36,8 @@ macro_rules! shared_builder_settings {
         }
 
         /// Seeds the RNG (jitter, idempotency keys); by default it is seeded from the OS.
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .seed([7; 32])\n    .build()?;\nlet key = |c: &", stringify!($krate), "::Client| c.shared().with_engine(|e| e.start_call(c.now(), None).idempotency_key());\nlet again = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .seed([7; 32])\n    .build()?;\nassert_eq!(key(&client), key(&again), \"the same seed draws the same keys\");\n# Ok(()) }\n```")]
         #[must_use]
         pub fn seed(mut self, seed: [u8; 32]) -> Self {
             self.setup.seed = Some(seed);
@@ -36,6 +45,8 @@ macro_rules! shared_builder_settings {
         }
 
         /// Seeds the RNG from a `u64` (for tests and reproducible runs).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .seed_u64(7)\n    .build()?;\nlet key = |c: &", stringify!($krate), "::Client| c.shared().with_engine(|e| e.start_call(c.now(), None).idempotency_key());\nlet again = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .seed_u64(7)\n    .build()?;\nassert_eq!(key(&client), key(&again), \"the same seed draws the same keys\");\n# Ok(()) }\n```")]
         #[must_use]
         pub fn seed_u64(self, seed: u64) -> Self {
             let mut s = [0u8; 32];
@@ -45,6 +56,8 @@ macro_rules! shared_builder_settings {
 
         /// Retries after the first attempt, whatever the policy says
         /// (`max_retries(2)`: three attempts in all).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .max_retries(2)\n    .build()?;\nassert_eq!(client.shared().policy().retry.max_attempts, 3);\n# Ok(()) }\n```")]
         #[must_use]
         pub fn max_retries(mut self, retries: u32) -> Self {
             self.setup.retry.max_attempts = Some(retries.saturating_add(1));
@@ -53,6 +66,8 @@ macro_rules! shared_builder_settings {
 
         /// Each attempt's timeout, whatever the policy says (for a stream: its whole
         /// length; the first event has the policy's `first_event_timeout`).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .timeout(std::time::Duration::from_secs(20))\n    .build()?;\nassert_eq!(client.shared().policy().retry.attempt_timeout, std::time::Duration::from_secs(20));\n# Ok(()) }\n```")]
         #[must_use]
         pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
             self.setup.retry.attempt_timeout = Some(timeout);
@@ -61,9 +76,23 @@ macro_rules! shared_builder_settings {
 
         /// The deadline of every call, whatever the policy says: no attempt starts later
         /// than this after the call's start.
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .deadline(std::time::Duration::from_secs(30))\n    .build()?;\nassert_eq!(client.shared().policy().retry.deadline, Some(std::time::Duration::from_secs(30)));\n# Ok(()) }\n```")]
         #[must_use]
         pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
             self.setup.retry.deadline = Some(Some(deadline));
+            self
+        }
+
+        /// Whether calls are in the canonical shape — OpenAI Chat Completions requests,
+        /// replies and stream chunks, translated to and from Anthropic Messages for
+        /// Anthropic endpoints — or each provider's own (`false`). By default, canonical
+        /// when the endpoints (fallback endpoints included) speak more than one API.
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .canonical(true)\n    .build()?;\nassert!(client.shared().is_canonical());\n# Ok(()) }\n```")]
+        #[must_use]
+        pub fn canonical(mut self, canonical: bool) -> Self {
+            self.setup.canonical = Some(canonical);
             self
         }
 
@@ -74,6 +103,8 @@ macro_rules! shared_builder_settings {
         /// for a stream, the limit is on an unfinished event and on the text kept.
         /// Response heads are limited by the HTTP client
         /// ([`Exceeded::HeadTooLarge`]($crate::Exceeded::HeadTooLarge) past it).
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .max_body(1 << 20)\n    .build()?;\nassert_eq!(client.shared().max_body(), 1 << 20);\n# Ok(()) }\n```")]
         #[must_use]
         pub fn max_body(mut self, bytes: u64) -> Self {
             self.setup.max_body = bytes;

@@ -129,6 +129,8 @@ pub struct CallError<E> {
     pub scope: Option<Scope>,
     /// Where the last attempt went.
     pub target: Option<Target>,
+    /// The name of the endpoint the last attempt went to.
+    pub endpoint: Option<Box<str>>,
     /// The message of the last error body.
     pub message: Option<String>,
     /// The last attempt's transport error.
@@ -137,7 +139,7 @@ pub struct CallError<E> {
     pub exceeded: Option<Exceeded>,
     /// Why the request was refused before any attempt (then `reason` is
     /// [`GiveUpReason::NotRetryable`] and `attempts` 0).
-    pub request: Option<RequestError>,
+    pub request: Option<Box<RequestError>>,
 }
 
 /// A request refused before anything was sent.
@@ -148,6 +150,9 @@ pub enum RequestError {
     Serialize(String),
     /// The call's options break the policy's rules; the error names the field.
     Options(ConfigError),
+    /// A canonical request has a field the Anthropic Messages API cannot express (and
+    /// some endpoint speaks it); the error names the field.
+    Untranslatable(crate::chat::TranslateError),
 }
 
 impl fmt::Display for RequestError {
@@ -155,6 +160,7 @@ impl fmt::Display for RequestError {
         match self {
             RequestError::Serialize(m) => write!(f, "the request is not JSON: {m}"),
             RequestError::Options(e) => write!(f, "invalid call options: {e}"),
+            RequestError::Untranslatable(e) => write!(f, "cannot translate the request: {e}"),
         }
     }
 }
@@ -185,6 +191,7 @@ impl<E> CallError<E> {
             class: give_up.last_failure.map(|f| f.class),
             scope: give_up.last_failure.map(|f| f.scope),
             target,
+            endpoint: None,
             message,
             source,
             exceeded: None,
@@ -201,10 +208,11 @@ impl<E> CallError<E> {
             class: None,
             scope: None,
             target: None,
+            endpoint: None,
             message: None,
             source: None,
             exceeded: None,
-            request: Some(request),
+            request: Some(Box::new(request)),
         }
     }
 
@@ -229,6 +237,9 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
         }
         if let Some(class) = self.class {
             write!(f, " ({class:?})")?;
+        }
+        if let Some(endpoint) = &self.endpoint {
+            write!(f, " at {endpoint}")?;
         }
         if let Some(exceeded) = &self.exceeded {
             write!(f, ": {exceeded}")?;

@@ -68,6 +68,7 @@ mod session;
 mod shared;
 pub mod sse;
 pub mod stream;
+mod text;
 
 pub use clock::Now;
 pub use endpoint::{EndpointDef, names as endpoint_names, specs};
@@ -88,6 +89,7 @@ pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{Setup, Shared};
 pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
+pub use text::{TextEvent, TextFold, TextStep};
 
 pub use steadfast_core;
 pub use steadfast_core::backoff::BackoffConfig;

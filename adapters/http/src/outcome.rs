@@ -44,6 +44,15 @@ pub fn response(
     }
 }
 
+/// The same outcome with its body marked malformed (a 2xx whose JSON is not what the
+/// API sends).
+pub fn malformed(outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Response(r) => Outcome::Response(r.with_body(BodyState::Malformed)),
+        other => other,
+    }
+}
+
 /// The outcome of a 2xx stream whose first event arrived (well-formed or not).
 pub fn stream_started(
     status: u16,

@@ -18,6 +18,7 @@ use steadfast_core::time::Timestamp;
 
 use crate::body;
 use crate::chain::Chain;
+use crate::chat;
 use crate::clock::Now;
 use crate::error::{CallError, Exceeded, RequestError};
 use crate::metrics::CallTally;
@@ -103,6 +104,9 @@ pub struct Session<'c, E> {
     extra: HeaderMap,
     /// Why the request was refused before any attempt, if it was.
     refused: Option<RequestError>,
+    /// A canonical request as Anthropic's Messages API takes it (when some endpoint
+    /// speaks it).
+    translated: Option<Value>,
     tally: CallTally,
     bodies: Vec<Option<Bytes>>,
     in_flight: Option<Attempt>,
@@ -163,7 +167,9 @@ impl<'c, E> Session<'c, E> {
         let id = options.idempotency_key.as_deref().map(str::as_bytes);
         let extra = options.headers.clone();
         let mut s = Session::start(shared, now, request, stream, id, retry, extra);
-        s.refused = invalid.map(RequestError::Options);
+        if let Some(e) = invalid {
+            s.refused = Some(RequestError::Options(e));
+        }
         s
     }
 
@@ -192,6 +198,7 @@ impl<'c, E> Session<'c, E> {
             retry,
             extra,
             refused: None,
+            translated: None,
             tally: CallTally::new(stream),
             bodies: vec![None; shared.endpoints.len()],
             in_flight: None,
@@ -206,6 +213,12 @@ impl<'c, E> Session<'c, E> {
             finish: None,
             chain: Chain::new(),
         };
+        if shared.translates() {
+            match chat::to_anthropic(request) {
+                Ok(body) => s.translated = Some(body),
+                Err(e) => s.refused = Some(RequestError::Untranslatable(e)),
+            }
+        }
         s.drain_call_events();
         s
     }
@@ -326,12 +339,16 @@ impl<'c, E> Session<'c, E> {
                 headers.append(name, value.clone());
             }
         }
+        let request = match &self.translated {
+            Some(t) if shared.translated(attempt.target.endpoint) => t,
+            _ => self.request,
+        };
         let body = match self.bodies.get_mut(e) {
             Some(Some(b)) => b.clone(),
             Some(slot) => slot
-                .insert(body::prepare(self.request, model, self.stream))
+                .insert(body::prepare(request, model, self.stream))
                 .clone(),
-            None => body::prepare(self.request, model, self.stream),
+            None => body::prepare(request, model, self.stream),
         };
         Outgoing {
             attempt,
@@ -360,7 +377,15 @@ impl<'c, E> Session<'c, E> {
 
     /// Reports a response that arrived whole.
     pub fn on_response(&mut self, now: Now, status: u16, headers: &HeaderMap, body: &[u8]) {
-        let (outcome, json) = outcome::response(status, headers, body, now.wall_unix);
+        let (mut outcome, mut json) = outcome::response(status, headers, body, now.wall_unix);
+        if let (Some(a), Some(answer)) = (self.in_flight, &json)
+            && self.shared.translated(a.target.endpoint)
+        {
+            match chat::from_anthropic_response(answer, now.wall_unix) {
+                Ok(canonical) => json = Some(canonical),
+                Err(_) => (outcome, json) = (outcome::malformed(outcome), None),
+            }
+        }
         self.last.source = None;
         self.last.message = if json.is_some() {
             None
@@ -425,17 +450,19 @@ impl<'c, E> Session<'c, E> {
     /// The reader for a stream's body when its status line says events follow (2xx);
     /// `None` when the body is an error to read whole and report with
     /// [`Session::on_response`].
-    pub fn stream_reader(&self, status: u16) -> Option<EventReader> {
-        is_payload(status).then(|| self.event_reader())
+    pub fn stream_reader(&self, now: Now, status: u16) -> Option<EventReader> {
+        is_payload(status).then(|| self.event_reader(now))
     }
 
     /// The reader for the in-flight attempt's events, whatever the status (a driver
     /// that prepares it before the response arrives checks [`outcome::is_payload`] itself).
-    pub fn event_reader(&self) -> EventReader {
-        let provider = self.in_flight.map_or(Provider::OpenAi, |a| {
-            self.shared.provider(a.target.endpoint)
-        });
-        let reader = EventReader::new(provider).with_limit(self.shared.max_body);
+    pub fn event_reader(&self, now: Now) -> EventReader {
+        let endpoint = self.in_flight.map(|a| a.target.endpoint);
+        let provider = endpoint.map_or(Provider::OpenAi, |e| self.shared.provider(e));
+        let mut reader = EventReader::new(provider).with_limit(self.shared.max_body);
+        if endpoint.is_some_and(|e| self.shared.translated(e)) {
+            reader = reader.translating(now.wall_unix, chat::wants_usage(self.request));
+        }
         reader.with_metrics(Arc::clone(&self.shared.metrics))
     }
 
@@ -460,13 +487,16 @@ impl<'c, E> Session<'c, E> {
     }
 
     fn error(&mut self, g: &GiveUp) -> CallError<E> {
-        CallError::new(
+        let mut e = CallError::new(
             g,
             self.last.target,
             self.last.message.take(),
             self.last.source.take(),
         )
-        .with_exceeded(self.last.exceeded.take())
+        .with_exceeded(self.last.exceeded.take());
+        let name = |t: Target| self.shared.endpoint_name(t.endpoint).map(Box::from);
+        e.endpoint = self.last.target.and_then(name);
+        e
     }
 
     /// The result of a finished non-stream call: its reply, or a fallback's (marked

@@ -66,7 +66,7 @@ fn setup_with(fallbacks: Vec<Fallback>, f: impl FnOnce(&mut Policy)) -> Shared {
         fallbacks,
         seed: Some([7; 32]),
         max_body: 1000,
-        retry: Default::default(),
+        ..Setup::default()
     };
     Shared::new(s).expect("setup")
 }
@@ -218,8 +218,8 @@ fn a_dropped_session_is_cancelled() {
     let request = json!({});
     let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, true);
     let out = clock.next(&mut s).expect("attempt");
-    assert!(s.stream_reader(503).is_none());
-    assert!(s.stream_reader(200).is_some());
+    assert!(s.stream_reader(Now::new(Timestamp::ZERO, 0), 503).is_none());
+    assert!(s.stream_reader(Now::new(Timestamp::ZERO, 0), 200).is_some());
     assert_eq!(out.first_event_timeout(), out.timeout());
     drop(s);
     assert_eq!(shared.metrics().give_ups.cancelled, 1);
@@ -281,7 +281,7 @@ fn a_fallback_endpoint_is_a_standby_endpoint_of_the_same_engine() {
     let fallback =
         EndpointDef::new("http://127.0.0.1:9", Provider::Anthropic, "sk-two").model("m-small");
     let shared = setup(vec![Fallback::Endpoint(fallback)]);
-    let request = json!({"messages": []});
+    let request = json!({"messages": [{"role": "user", "content": "hi"}]});
     let id = Some(b"order-1".as_slice());
     let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, id, &request, false);
     let key = s.idempotency_key();
@@ -293,7 +293,10 @@ fn a_fallback_endpoint_is_a_standby_endpoint_of_the_same_engine() {
             assert_eq!(out.attempt.idempotency_key, key, "the same business id");
             let sent: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
             assert_eq!(sent["model"], "m-small");
-            s.on_response(clock.now(), 200, &HeaderMap::new(), br#"{"ok":1}"#);
+            // Two APIs: the call is canonical, translated for the Anthropic standby.
+            assert_eq!(sent["max_tokens"], crate::chat::DEFAULT_MAX_TOKENS);
+            let answer = br#"{"id":"msg_1","type":"message","role":"assistant","model":"m-small","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}"#;
+            s.on_response(clock.now(), 200, &HeaderMap::new(), answer);
             continue;
         }
         primary += 1;
@@ -301,6 +304,8 @@ fn a_fallback_endpoint_is_a_standby_endpoint_of_the_same_engine() {
         s.on_response(clock.now(), 503, &HeaderMap::new(), b"");
     }
     let reply = s.into_reply().expect("the fallback endpoint answers");
+    assert_eq!(reply.body["object"], "chat.completion");
+    assert_eq!(reply.text().as_deref(), Some("hello"));
     assert_eq!(primary, shared.policy().retry.max_attempts);
     assert_eq!(reply.target, Some(Target::new(1, 0)));
     assert_eq!(reply.attempts, primary + 1);

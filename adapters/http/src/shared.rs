@@ -40,6 +40,11 @@ pub struct Setup {
     /// Changes to the policy's retry rules (the builder's `max_retries`, `timeout`,
     /// `deadline`), laid over whichever policy is set.
     pub retry: RetryOverrides,
+    /// Whether requests and replies are in the canonical shape (OpenAI Chat
+    /// Completions, translated for Anthropic endpoints) rather than each provider's
+    /// own. `None` (the default): canonical when the endpoints, fallback endpoints
+    /// included, speak more than one API.
+    pub canonical: Option<bool>,
 }
 
 impl Default for Setup {
@@ -51,6 +56,7 @@ impl Default for Setup {
             seed: None,
             max_body: DEFAULT_MAX_BODY,
             retry: RetryOverrides::default(),
+            canonical: None,
         }
     }
 }
@@ -100,6 +106,7 @@ pub struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) estimate_tokens: bool,
     pub(crate) max_body: u64,
+    pub(crate) canonical: bool,
     store: Option<Mutex<MemoryStore<Value>>>,
     fallbacks: Vec<FallbackSlot>,
 }
@@ -136,6 +143,9 @@ impl Shared {
         let env = |name: &str| std::env::var(name).ok();
         let defs: Vec<EndpointDef> = defs.into_iter().map(|d| d.with_env_key(env)).collect();
         let names = endpoint::names(&defs);
+        let first = defs.first().map(|d| d.provider);
+        let mixed = defs.iter().any(|d| Some(d.provider) != first);
+        let canonical = setup.canonical.unwrap_or(mixed);
         let mut specs = endpoint::specs(&defs)?;
         for spec in specs.iter_mut().skip(primary) {
             spec.standby = true;
@@ -161,6 +171,7 @@ impl Shared {
             policy,
             metrics: Arc::default(),
             max_body: setup.max_body,
+            canonical,
             store,
             fallbacks,
         })
@@ -191,6 +202,25 @@ impl Shared {
             }
             more = take_events(&mut self.lock(), &mut batch);
         }
+    }
+
+    /// Whether calls are in the canonical shape (see [`Setup::canonical`]).
+    pub fn is_canonical(&self) -> bool {
+        self.canonical
+    }
+
+    /// Whether a canonical call's body must be translated for some endpoint.
+    pub(crate) fn translates(&self) -> bool {
+        self.canonical
+            && self
+                .endpoints
+                .iter()
+                .any(|e| e.provider == Provider::Anthropic)
+    }
+
+    /// Whether a canonical call's exchange with `endpoint` is translated.
+    pub(crate) fn translated(&self, endpoint: EndpointId) -> bool {
+        self.canonical && self.provider(endpoint) == Provider::Anthropic
     }
 
     /// The largest response body read, in bytes.

@@ -194,6 +194,11 @@ impl StreamText {
         &self.text
     }
 
+    /// The provider whose stream it follows.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
     /// Takes the text received so far.
     pub fn take_text(&mut self) -> String {
         std::mem::take(&mut self.text)

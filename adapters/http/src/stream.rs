@@ -1,8 +1,10 @@
 //! The reading of a started stream, shared by the async and the blocking adapter: bytes
 //! in, events (or the interruption, with the text so far) out.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::chat::FromAnthropicStream;
 use crate::error::{DEFAULT_MAX_BODY, Interruption, StreamError};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
@@ -32,7 +34,10 @@ pub enum Next<E> {
 pub struct EventReader {
     parser: SseParser,
     text: StreamText,
-    first: Option<SseEvent>,
+    /// Events read and not yet handed over (translated ones, for a canonical call).
+    ready: VecDeque<SseEvent>,
+    /// For a canonical call to an Anthropic endpoint: its events as OpenAI chunks.
+    translate: Option<FromAnthropicStream>,
     over: bool,
     limit: u64,
     metrics: Option<Arc<Metrics>>,
@@ -44,7 +49,8 @@ impl EventReader {
         EventReader {
             parser: SseParser::new(),
             text: StreamText::new(provider),
-            first: None,
+            ready: VecDeque::new(),
+            translate: None,
             over: false,
             limit: DEFAULT_MAX_BODY,
             metrics: None,
@@ -57,6 +63,24 @@ impl EventReader {
     pub fn with_limit(mut self, limit: u64) -> EventReader {
         self.limit = limit;
         self
+    }
+
+    /// The same reader handing over an Anthropic stream as `chat.completion.chunk`s
+    /// (ending with a usage chunk when `include_usage`, then `[DONE]`), stamped
+    /// `created` (Unix seconds): the stream of a canonical call.
+    #[must_use]
+    pub fn translating(mut self, created: u64, include_usage: bool) -> EventReader {
+        self.translate = Some(FromAnthropicStream::new(created, include_usage));
+        self
+    }
+
+    /// The API whose events the reader hands over: OpenAI's for a translated stream.
+    pub fn handed_over(&self) -> Provider {
+        if self.translate.is_some() {
+            Provider::OpenAi
+        } else {
+            self.text.provider()
+        }
     }
 
     /// Whether an unfinished event, or the text kept, has grown past the limit: the
@@ -82,41 +106,55 @@ impl EventReader {
     /// the first [`EventReader::next_item`] item.
     pub fn first_event(&mut self) -> Option<bool> {
         let ev = self.parser.next_event()?;
-        let ok = self.text.observe(&ev).is_ok();
-        self.first = Some(ev);
+        let ok = self.text.observe(&ev).is_ok() && self.hand_over(ev).is_ok();
         Some(ok)
+    }
+
+    /// Queues `ev` for the caller, translated when the call is canonical; an event the
+    /// translation refuses is a malformed stream.
+    fn hand_over(&mut self, ev: SseEvent) -> Result<(), Interruption> {
+        let Some(t) = &mut self.translate else {
+            self.ready.push_back(ev);
+            return Ok(());
+        };
+        t.push(&ev).map_err(|_| Interruption::Malformed)?;
+        while let Some(chunk) = t.next_chunk() {
+            self.ready.push_back(chunk.to_sse());
+        }
+        Ok(())
     }
 
     /// The next thing to do or hand over.
     pub fn next_item<E>(&mut self) -> Next<E> {
-        if self.over {
-            return Next::End;
-        }
-        if let Some(ev) = self.first.take() {
-            return Next::Item(Ok(ev));
-        }
-        if self.text.is_done() {
-            self.over = true;
-            return Next::End;
-        }
-        if self.text.text().len() as u64 > self.limit {
-            return Next::Item(Err(self.interrupt(Interruption::TooLarge, None)));
-        }
-        let Some(ev) = self.parser.next_event() else {
-            if self.over_limit() {
+        loop {
+            if self.over {
+                return Next::End;
+            }
+            if let Some(ev) = self.ready.pop_front() {
+                return Next::Item(Ok(ev));
+            }
+            if self.text.is_done() {
+                self.over = true;
+                return Next::End;
+            }
+            if self.text.text().len() as u64 > self.limit {
                 return Next::Item(Err(self.interrupt(Interruption::TooLarge, None)));
             }
-            return Next::Read;
-        };
-        match self.text.observe(&ev) {
-            Ok(EventKind::Content) => Next::Item(Ok(ev)),
-            Ok(EventKind::Done) => {
-                if let Some(m) = &self.metrics {
-                    m.on_stream_finished();
+            let Some(ev) = self.parser.next_event() else {
+                if self.over_limit() {
+                    return Next::Item(Err(self.interrupt(Interruption::TooLarge, None)));
                 }
-                Next::Item(Ok(ev))
+                return Next::Read;
+            };
+            let read = self.text.observe(&ev);
+            if read == Ok(EventKind::Done)
+                && let Some(m) = &self.metrics
+            {
+                m.on_stream_finished();
             }
-            Err(cause) => Next::Item(Err(self.interrupt(cause, None))),
+            if let Err(cause) = read.and_then(|_| self.hand_over(ev)) {
+                return Next::Item(Err(self.interrupt(cause, None)));
+            }
         }
     }
 

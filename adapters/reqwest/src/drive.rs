@@ -136,7 +136,7 @@ async fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let attempt = async {
         let mut resp = send(c, s, out).await?;
         let status = resp.status().as_u16();
-        let Some(mut reader) = s.stream_reader(status) else {
+        let Some(mut reader) = s.stream_reader(c.clock.now(), status) else {
             read_whole(c, s, resp).await;
             return None;
         };

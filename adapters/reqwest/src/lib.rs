@@ -5,15 +5,30 @@
 //! by [`steadfast_core`]; this crate sends, sleeps and reports.
 //!
 //! ```no_run
-//! use steadfast_reqwest::{Client, EndpointDef, Provider};
+//! use steadfast_reqwest::{Client, EndpointDef, Provider, StreamExt, TextEvent};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Two APIs: requests and replies are in the canonical (OpenAI) shape, translated
+//! // for Anthropic; the keys come from OPENAI_API_KEY and ANTHROPIC_API_KEY.
 //! let client = Client::builder()
-//!     .endpoint(EndpointDef::new("https://api.openai.com", Provider::OpenAi, "sk-...").model("gpt-4o-mini"))
+//!     .endpoint(EndpointDef::from_env("https://api.openai.com", Provider::OpenAi).model("gpt-4o-mini"))
+//!     .endpoint(EndpointDef::from_env("https://api.anthropic.com", Provider::Anthropic)
+//!         .name("claude").model("claude-3-5-haiku-latest").priority(1))
 //!     .build()?;
 //! let reply = client
 //!     .chat(serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))
 //!     .await?;
-//! println!("{}", reply.body);
+//! println!("{} (from {:?})", reply.text().unwrap_or_default(), reply.served_by());
+//! let mut text = client
+//!     .stream(serde_json::json!({"messages": [{"role": "user", "content": "Count to five"}]}))
+//!     .await?
+//!     .text();
+//! while let Some(event) = text.next().await {
+//!     match event? {
+//!         TextEvent::Delta(piece) => print!("{piece}"),
+//!         TextEvent::Done(message) => println!("\n{}", message["choices"][0]["finish_reason"]),
+//!         _ => {}
+//!     }
+//! }
 //! # Ok(()) }
 //! ```
 //!
@@ -31,6 +46,7 @@ mod stream;
 use std::sync::Arc;
 
 use drive::Clock;
+pub use futures_util::StreamExt;
 use serde::Serialize;
 use steadfast_core::time::Timestamp;
 /// Every type the builder and the calls take, so that no other crate is needed.
@@ -39,10 +55,10 @@ pub use steadfast_http::{
     DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind, GiveUpReason,
     HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset, Provider,
     ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets, SseEvent,
-    StoreConfig, TokenUsage,
+    StoreConfig, TextEvent, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
-pub use stream::EventStream;
+pub use stream::{EventStream, TextStream};
 
 /// A call that gave up; its source is the last attempt's reqwest error.
 pub type CallError = steadfast_http::CallError<reqwest::Error>;
@@ -91,7 +107,7 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    steadfast_http::shared_builder_settings!();
+    steadfast_http::shared_builder_settings!(steadfast_reqwest);
 
     /// Uses this reqwest client (its own connect timeout, TLS, proxies) instead of one
     /// built with the policy's connect timeout.

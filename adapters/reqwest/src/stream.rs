@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::Stream;
-use steadfast_http::{Interruption, Next, SseEvent};
+use steadfast_http::{Interruption, Next, Provider, SseEvent, TextEvent, TextFold, TextStep};
 
 use crate::StreamError;
 use crate::drive::Opened;
@@ -16,6 +16,8 @@ type Item = Result<SseEvent, StreamError>;
 /// far) or the final event, it ends.
 pub struct EventStream {
     inner: Pin<Box<dyn Stream<Item = Item> + Send>>,
+    /// The API whose events it yields.
+    shape: Provider,
 }
 
 impl std::fmt::Debug for EventStream {
@@ -26,6 +28,9 @@ impl std::fmt::Debug for EventStream {
 
 impl EventStream {
     pub(crate) fn new(opened: Option<Opened>) -> EventStream {
+        let shape = opened
+            .as_ref()
+            .map_or(Provider::OpenAi, |o| o.reader.handed_over());
         let inner = futures_util::stream::unfold(opened, |state| async move {
             let mut o = state?;
             loop {
@@ -55,6 +60,34 @@ impl EventStream {
         });
         EventStream {
             inner: Box::pin(inner),
+            shape,
+        }
+    }
+
+    /// The API whose events it yields: OpenAI's chunks for a canonical call, whoever
+    /// answered it.
+    pub fn shape(&self) -> Provider {
+        self.shape
+    }
+
+    /// The stream read as text: each delta as it arrives, then the whole message
+    /// ([`TextEvent::Done`]); an interruption ends it with the text so far.
+    pub fn text(self) -> TextStream {
+        let fold = TextFold::new(self.shape);
+        let inner = futures_util::stream::unfold((self, fold), |(mut events, mut fold)| async {
+            use futures_util::StreamExt;
+            while !fold.is_over() {
+                let item = events.next().await;
+                match fold.step(item) {
+                    TextStep::Yield(out) => return Some((out, (events, fold))),
+                    TextStep::Skip => {}
+                    TextStep::End => return None,
+                }
+            }
+            None
+        });
+        TextStream {
+            inner: Box::pin(inner),
         }
     }
 
@@ -66,6 +99,28 @@ impl EventStream {
             out.push(item?);
         }
         Ok(out)
+    }
+}
+
+/// A stream read as text (see [`EventStream::text`]); with
+/// [`StreamExt`](crate::StreamExt) in scope, `while let Some(ev) = text.next().await`.
+pub struct TextStream {
+    inner: Pin<Box<dyn Stream<Item = TextItem> + Send>>,
+}
+
+type TextItem = Result<TextEvent, StreamError>;
+
+impl std::fmt::Debug for TextStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextStream").finish_non_exhaustive()
+    }
+}
+
+impl Stream for TextStream {
+    type Item = TextItem;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TextItem>> {
+        self.inner.as_mut().poll_next(cx)
     }
 }
 

@@ -209,7 +209,7 @@ enum First {
 /// first-event deadline. A thread given up on ends with the attempt's own timeout.
 fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = Instant::now() + out.first_event_timeout();
-    let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader());
+    let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader(c.clock.now()));
     let request = Request::from(out);
     let (tx, rx) = mpsc::sync_channel(1);
     let spawned = thread::Builder::new()

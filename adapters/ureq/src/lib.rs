@@ -5,16 +5,38 @@
 //! by [`steadfast_core`]; this crate sends, sleeps (`std::thread::sleep`) and reports.
 //!
 //! ```no_run
-//! use steadfast_ureq::{Client, EndpointDef, Provider};
+//! use std::time::Duration;
+//! use steadfast_ureq::{CallOptions, Client, EndpointDef, Provider, TextEvent};
+//! // The key comes from ANTHROPIC_API_KEY.
 //! let client = Client::builder()
-//!     .endpoint(EndpointDef::new("https://api.anthropic.com", Provider::Anthropic, "sk-ant-...")
+//!     .endpoint(EndpointDef::from_env("https://api.anthropic.com", Provider::Anthropic)
 //!         .model("claude-3-5-haiku-latest"))
+//!     .max_retries(3)
 //!     .build()?;
 //! let reply = client.chat(serde_json::json!({
 //!     "max_tokens": 100,
 //!     "messages": [{"role": "user", "content": "Hi"}]
 //! }))?;
-//! println!("{}", reply.body);
+//! println!("{}", reply.text().unwrap_or_default());
+//! // One call with its own deadline and idempotency key.
+//! let options = CallOptions::new().deadline(Duration::from_secs(20)).idempotency_key("order-7");
+//! let again = client.chat_with_options(serde_json::json!({
+//!     "max_tokens": 100,
+//!     "messages": [{"role": "user", "content": "Hi again"}]
+//! }), &options)?;
+//! println!("{:?} served it", again.served_by());
+//! // A stream, as text.
+//! let stream = client.stream(serde_json::json!({
+//!     "max_tokens": 100,
+//!     "messages": [{"role": "user", "content": "Count to five"}]
+//! }))?;
+//! for event in stream.text() {
+//!     match event? {
+//!         TextEvent::Delta(text) => print!("{text}"),
+//!         TextEvent::Done(message) => println!("\n{}", message["stop_reason"]),
+//!         _ => {}
+//!     }
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -46,10 +68,10 @@ pub use steadfast_http::{
     DEFAULT_MAX_BODY, Degraded, EndpointDef, Exceeded, Fallback, FallbackKind, GiveUpReason,
     HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset, Provider,
     ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets, SseEvent,
-    StoreConfig, TokenUsage,
+    StoreConfig, TextEvent, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
-pub use stream::EventIter;
+pub use stream::{EventIter, TextIter};
 
 /// A call that gave up; its source is the last attempt's ureq error.
 pub type CallError = steadfast_http::CallError<ureq::Error>;
@@ -66,7 +88,7 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    steadfast_http::shared_builder_settings!();
+    steadfast_http::shared_builder_settings!(steadfast_ureq);
 
     /// Uses this agent (its TLS, proxy and pool settings; timeouts are set per
     /// attempt) instead of a default one. It must not turn HTTP error statuses into errors (`http_status_as_error(false)`),

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use steadfast_http::{Interruption, Next, SseEvent};
+use steadfast_http::{Interruption, Next, Provider, SseEvent, TextEvent, TextFold, TextStep};
 
 use crate::StreamError;
 use crate::drive::Opened;
@@ -13,6 +13,8 @@ use crate::drive::Opened;
 pub struct EventIter {
     opened: Option<Opened>,
     buf: Vec<u8>,
+    /// The API whose events it yields.
+    shape: Provider,
 }
 
 impl std::fmt::Debug for EventIter {
@@ -23,15 +25,56 @@ impl std::fmt::Debug for EventIter {
 
 impl EventIter {
     pub(crate) fn new(opened: Option<Opened>) -> EventIter {
+        let shape = opened
+            .as_ref()
+            .map_or(Provider::OpenAi, |o| o.reader.handed_over());
         EventIter {
             opened,
             buf: vec![0u8; 8 * 1024],
+            shape,
+        }
+    }
+
+    /// The API whose events it yields: OpenAI's chunks for a canonical call, whoever
+    /// answered it.
+    pub fn shape(&self) -> Provider {
+        self.shape
+    }
+
+    /// The stream read as text: each delta as it arrives, then the whole message
+    /// ([`TextEvent::Done`]); an interruption ends it with the text so far.
+    pub fn text(self) -> TextIter {
+        TextIter {
+            fold: TextFold::new(self.shape),
+            events: self,
         }
     }
 
     /// Reads the whole stream and returns the events, stopping at the first error.
     pub fn collect_events(self) -> Result<Vec<SseEvent>, StreamError> {
         self.collect()
+    }
+}
+
+/// A stream read as text (see [`EventIter::text`]).
+#[derive(Debug)]
+pub struct TextIter {
+    events: EventIter,
+    fold: TextFold,
+}
+
+impl Iterator for TextIter {
+    type Item = Result<TextEvent, StreamError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.fold.is_over() {
+            match self.fold.step(self.events.next()) {
+                TextStep::Yield(out) => return Some(out),
+                TextStep::Skip => {}
+                TextStep::End => return None,
+            }
+        }
+        None
     }
 }
 

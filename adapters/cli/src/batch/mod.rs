@@ -57,6 +57,9 @@ pub struct Options {
     pub endpoints: Vec<EndpointDef>,
     /// The endpoints' names for people, by index (see [`steadfast_http::endpoint_names`]).
     pub names: Vec<String>,
+    /// Lines are canonical whatever the endpoints speak (`--canonical`); without it,
+    /// canonical when they speak more than one API.
+    pub canonical: bool,
     /// Lines in flight at once (at least 1).
     pub concurrency: usize,
     /// The client's RNG seed (jitter); from the OS when `None`.

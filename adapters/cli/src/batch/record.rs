@@ -1,7 +1,8 @@
 //! The lines the batch writes: results (output), journal entries and dead letters.
 //!
 //! ```text
-//! output:      {"id":"a","ok":true,"response":{...},"attempts":1}
+//! output:      {"id":"a","ok":true,"response":{...},"attempts":1,
+//!                "served_by":{"endpoint":"openai","provider":"openai","model":"..."}}
 //!              {"id":"b","ok":false,"error":{"class":"rate_limited","scope":"throttle",
 //!                "status":429,"message":"...","reason":"hint_too_long"},"attempts":1}
 //!              {"id":"c","line":5,"ok":false,"error":{"class":"bad_input",...},"attempts":0}
@@ -24,6 +25,8 @@ use steadfast_reqwest::CallError;
 
 /// The class of a line that is not a request.
 pub const BAD_INPUT: &str = "bad_input";
+/// The reason of a line the client refused to send as given (a `bad_input` line).
+pub const REFUSED: &str = "refused";
 
 /// Why a line failed, as written in the output and the dead-letter file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +45,32 @@ pub struct ErrorInfo {
     /// bad input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The endpoint the last attempt went to, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// Who answered a line, as the output names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Served {
+    /// The endpoint's name.
+    pub endpoint: String,
+    /// `openai` or `anthropic`.
+    pub provider: &'static str,
+    /// The model that answered, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl Served {
+    /// The output's form of a reply's [`ServedBy`](steadfast_reqwest::ServedBy).
+    pub fn of(by: &steadfast_reqwest::ServedBy) -> Served {
+        Served {
+            endpoint: by.endpoint.clone(),
+            provider: by.provider.name(),
+            model: by.model.clone(),
+        }
+    }
 }
 
 impl ErrorInfo {
@@ -53,11 +82,19 @@ impl ErrorInfo {
             status: None,
             message,
             reason: None,
+            endpoint: None,
         }
     }
 
     /// A call that gave up; `redact` removes every configured key from text.
     pub fn from_call(e: &CallError, redact: impl Fn(&str) -> String) -> ErrorInfo {
+        if let Some(refused) = &e.request {
+            // A request the client cannot send as given (a canonical line Anthropic
+            // cannot express): the line is bad, naming the field.
+            let mut info = ErrorInfo::bad_input(redact(&refused.to_string()));
+            info.reason = Some(REFUSED.to_owned());
+            return info;
+        }
         let reason = e.reason.name();
         let (class, scope) = match (e.class, e.scope) {
             (Some(c), Some(s)) => (class_name(c), scope_name(s)),
@@ -78,6 +115,7 @@ impl ErrorInfo {
             status: e.status,
             message: redact(&message),
             reason: Some(reason.to_owned()),
+            endpoint: e.endpoint.as_deref().map(str::to_owned),
         }
     }
 }
@@ -200,8 +238,8 @@ pub struct BadLine {
 /// How one line ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
-    /// The response body.
-    Ok(Value),
+    /// The response body, and who answered (none for a fallback's fixed answer).
+    Ok(Value, Option<Served>),
     /// Why it failed.
     Failed(ErrorInfo),
 }
@@ -232,6 +270,8 @@ struct OutLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorInfo>,
     attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    served_by: Option<&'a Served>,
 }
 
 #[derive(Serialize)]
@@ -291,22 +331,22 @@ fn push_json<T: Serialize>(buf: &mut Vec<u8>, v: &T) {
 impl Finished {
     /// Whether the line succeeded.
     pub fn ok(&self) -> bool {
-        matches!(self.ending, Ending::Ok(_))
+        matches!(self.ending, Ending::Ok(..))
     }
 
     /// The error, when it failed.
     pub fn error(&self) -> Option<&ErrorInfo> {
         match &self.ending {
             Ending::Failed(e) => Some(e),
-            Ending::Ok(_) => None,
+            Ending::Ok(..) => None,
         }
     }
 
     /// Appends its output line to `buf`.
     pub fn write_output(&self, buf: &mut Vec<u8>) {
-        let (response, error) = match &self.ending {
-            Ending::Ok(v) => (Some(v), None),
-            Ending::Failed(e) => (None, Some(e)),
+        let (response, error, served_by) = match &self.ending {
+            Ending::Ok(v, by) => (Some(v), None, by.as_ref()),
+            Ending::Failed(e) => (None, Some(e), None),
         };
         push_json(
             buf,
@@ -317,6 +357,7 @@ impl Finished {
                 response,
                 error,
                 attempts: self.attempts,
+                served_by,
             },
         );
     }
@@ -432,7 +473,14 @@ mod tests {
     fn lines_have_the_documented_shape() {
         let ok = Finished {
             key: Key::Id("a".into()),
-            ending: Ending::Ok(serde_json::json!({"x": 1})),
+            ending: Ending::Ok(
+                serde_json::json!({"x": 1}),
+                Some(Served {
+                    endpoint: "claude".into(),
+                    provider: "anthropic",
+                    model: Some("m".into()),
+                }),
+            ),
             attempts: 2,
             request: None,
             bad: None,
@@ -441,7 +489,8 @@ mod tests {
         ok.write_output(&mut buf);
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "{\"id\":\"a\",\"ok\":true,\"response\":{\"x\":1},\"attempts\":2}\n"
+            "{\"id\":\"a\",\"ok\":true,\"response\":{\"x\":1},\"attempts\":2,\
+             \"served_by\":{\"endpoint\":\"claude\",\"provider\":\"anthropic\",\"model\":\"m\"}}\n"
         );
         let bad = Finished {
             key: Key::Id("b".into()),

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use super::progress::{self, Counters, Reading};
 use super::reader::{Msg, Next, Reader};
-use super::record::{Encoded, Ending, ErrorInfo, Finished, Key};
+use super::record::{Encoded, Ending, ErrorInfo, Finished, Key, REFUSED, Served};
 use super::status;
 use super::store::{self, Files};
 use super::summary::{Summary, Tally};
@@ -34,6 +34,9 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
     }
     if let Some(seed) = opts.seed {
         builder = builder.seed_u64(seed);
+    }
+    if opts.canonical {
+        builder = builder.canonical(true);
     }
     let client = builder
         .build()
@@ -114,7 +117,7 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
     tally.no_id = read.no_id;
     tally.duplicates = read.duplicates;
     tally.skipped = read.skipped;
-    tally.bad = read.bad;
+    tally.bad = read.bad + tally.reasons.get(REFUSED).copied().unwrap_or(0);
     let retry = &opts.policy.retry;
     Ok(Summary {
         tally,
@@ -243,13 +246,16 @@ async fn one(client: &Client, line: InputLine, keep_request: bool) -> (Finished,
     let result = client.chat_with(&line.id, request).await;
     let latency = t0.elapsed();
     let f = match result {
-        Ok(reply) => Finished {
-            key: Key::Id(line.id),
-            ending: Ending::Ok(reply.body),
-            attempts: reply.attempts,
-            request: None,
-            bad: None,
-        },
+        Ok(reply) => {
+            let served = reply.served_by().map(Served::of);
+            Finished {
+                key: Key::Id(line.id),
+                ending: Ending::Ok(reply.body, served),
+                attempts: reply.attempts,
+                request: None,
+                bad: None,
+            }
+        }
         Err(e) => Finished {
             key: Key::Id(line.id),
             ending: Ending::Failed(ErrorInfo::from_call(&e, |t| client.shared().redact(t))),

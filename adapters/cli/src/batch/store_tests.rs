@@ -37,7 +37,7 @@ impl Drop for Dir {
 fn ok(id: &str) -> Encoded {
     Finished {
         key: Key::Id(id.into()),
-        ending: Ending::Ok(serde_json::json!({"r": id})),
+        ending: Ending::Ok(serde_json::json!({"r": id}), None),
         attempts: 1,
         request: None,
         bad: None,

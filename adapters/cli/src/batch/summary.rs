@@ -27,7 +27,8 @@ pub struct Tally {
     /// Repeated ids (the first line with the id runs; each later one has a `bad_input`
     /// line known by its number).
     pub duplicates: u64,
-    /// Input lines that are not requests, including those an earlier run wrote.
+    /// Input lines that are not requests (or that the client refused to send as
+    /// given), including those an earlier run wrote.
     pub bad: u64,
     /// Lines that gave up, by give-up reason (`breaker_open`, ...).
     pub reasons: BTreeMap<String, u64>,
@@ -286,7 +287,7 @@ mod tests {
                 ending: if i % 10 == 0 {
                     Ending::Failed(ErrorInfo::bad_input("x".into()))
                 } else {
-                    Ending::Ok(serde_json::Value::Null)
+                    Ending::Ok(serde_json::Value::Null, None)
                 },
                 attempts: 2,
                 request: None,

@@ -62,6 +62,11 @@ pub struct BatchArgs {
     /// Forces this model into every request (with --base-url / --mock / the default).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// Input lines are canonical — OpenAI Chat Completions bodies, translated for
+    /// Anthropic endpoints — and so are the output's responses. The default when the
+    /// endpoints speak more than one API; otherwise each line is its provider's own body.
+    #[arg(long)]
+    pub canonical: bool,
     /// Lines in flight at once.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: u32,
@@ -303,6 +308,7 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
             policy,
             names: steadfast_http::endpoint_names(&endpoints),
             endpoints,
+            canonical: a.canonical,
             concurrency: a.concurrency as usize,
             seed: a.seed,
             progress,

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use steadfast_http::{CallError, CallOptions, MetricsSnapshot, Reply, Shared};
 
-use super::{Build, Harness, Streamed};
+use super::{Build, Harness, Streamed, Texts};
 
 /// `$builder` (either client's: they share these settings through
 /// `steadfast_http::shared_builder_settings!`) with everything `$build` sets.
@@ -89,6 +89,13 @@ impl Harness for Reqwest {
         })
     }
 
+    fn stream_text(c: &Self::Client, body: Value) -> Texts<reqwest::Error> {
+        rt().block_on(async {
+            let stream = c.stream(body).await?;
+            Ok(stream.text().collect::<Vec<_>>().await)
+        })
+    }
+
     fn metrics(c: &Self::Client) -> MetricsSnapshot {
         c.metrics()
     }
@@ -129,6 +136,10 @@ impl Harness for Ureq {
 
     fn stream(c: &Self::Client, body: Value) -> Streamed<ureq::Error> {
         Ok(c.stream(body)?.collect())
+    }
+
+    fn stream_text(c: &Self::Client, body: Value) -> Texts<ureq::Error> {
+        Ok(c.stream(body)?.text().collect())
     }
 
     fn metrics(c: &Self::Client) -> MetricsSnapshot {

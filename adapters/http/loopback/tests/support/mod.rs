@@ -3,6 +3,7 @@
 //! (generic over the harness), instantiated per adapter by `scenarios!`.
 #![allow(dead_code)]
 
+pub mod canonical;
 pub mod capture;
 pub mod clients;
 pub mod hostile;
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use steadfast_core::policy::Policy;
 use steadfast_http::{
     CallError, CallOptions, EndpointDef, Fallback, MetricsSnapshot, Provider, Reply, Shared,
-    SseEvent, StreamError,
+    SseEvent, StreamError, TextEvent,
 };
 use steadfast_mock::{Fault, MockConfig, MockServer};
 
@@ -88,6 +89,8 @@ impl Build {
 
 /// The result of a stream: the call's error, or the items the stream yielded.
 pub type Streamed<E> = Result<Vec<Result<SseEvent, StreamError<E>>>, CallError<E>>;
+/// The result of a stream read as text.
+pub type Texts<E> = Result<Vec<Result<TextEvent, StreamError<E>>>, CallError<E>>;
 
 /// One adapter, driven blocking from a test thread.
 pub trait Harness: 'static {
@@ -105,6 +108,7 @@ pub trait Harness: 'static {
         options: &CallOptions,
     ) -> Result<Reply, CallError<Self::Source>>;
     fn stream(c: &Self::Client, body: Value) -> Streamed<Self::Source>;
+    fn stream_text(c: &Self::Client, body: Value) -> Texts<Self::Source>;
     fn metrics(c: &Self::Client) -> MetricsSnapshot;
     fn shared(c: &Self::Client) -> &Shared;
 }
@@ -204,6 +208,20 @@ macro_rules! scenarios {
     };
 }
 
+/// Instantiates every canonical-shape scenario as a `#[test]` for harness `$h`.
+#[macro_export]
+macro_rules! canonical_scenarios {
+    ($h:ty; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
+                support::canonical::$name::<$h>();
+            }
+        )*
+    };
+}
+
 /// Instantiates every typed-client scenario as a `#[test]` for harness `$h`.
 #[macro_export]
 macro_rules! typed_scenarios {
@@ -286,6 +304,12 @@ macro_rules! all_scenarios {
             call_options_add_headers_and_the_idempotency_key,
             builder_knobs_apply_to_every_call,
             a_failover_is_counted_as_one_not_as_a_retry,
+        );
+        canonical_scenarios!($h;
+            a_canonical_call_fails_over_to_the_strict_anthropic_mock,
+            a_canonical_stream_fails_over_with_text_deltas_in_order,
+            a_tool_call_round_trip_through_anthropic,
+            an_untranslatable_field_is_refused_before_any_attempt,
         );
         liveness_scenarios!($h;
             a_burst_is_paced_instead_of_failing,

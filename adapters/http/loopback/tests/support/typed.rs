@@ -87,7 +87,7 @@ pub fn call_options_change_one_call_only<H: Harness>() {
     let bad = CallOptions::new().max_attempts(0);
     let e = H::chat_opts(&c, ask("z"), &bad).expect_err("refused");
     assert_eq!(e.attempts, 0);
-    let Some(RequestError::Options(config)) = &e.request else {
+    let Some(RequestError::Options(config)) = e.request.as_deref() else {
         panic!("expected refused options, got {e}");
     };
     assert!(
