@@ -14,7 +14,7 @@ secs="${1:?usage: fuzz/run.sh SECONDS [TARGET...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(retry_after ratelimit_headers duration rfc3339 error_body config engine_ops request_body batch_jsonl)
+    targets=(retry_after ratelimit_headers duration rfc3339 error_body config engine_ops request_body batch_jsonl chat)
 fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

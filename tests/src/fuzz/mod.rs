@@ -5,12 +5,14 @@
 //! the corpora are a regression suite on stable too.
 
 mod body;
+mod chat;
 mod config;
 mod dates;
 mod headers;
 mod request;
 
 pub use body::error_body;
+pub use chat::chat;
 pub use config::config;
 pub use dates::{duration, retry_after, rfc3339};
 pub use headers::ratelimit_headers;
@@ -37,7 +39,7 @@ pub fn engine_ops(data: &[u8]) {
 pub type Check = fn(&[u8]);
 
 /// Every fuzz target by name, for replaying files.
-pub const TARGETS: [(&str, Check); 8] = [
+pub const TARGETS: [(&str, Check); 9] = [
     ("retry_after", retry_after),
     ("ratelimit_headers", ratelimit_headers),
     ("duration", duration),
@@ -46,6 +48,7 @@ pub const TARGETS: [(&str, Check); 8] = [
     ("config", config),
     ("engine_ops", engine_ops),
     ("request_body", request_body),
+    ("chat", chat),
 ];
 
 /// The wall clocks the parser targets feed the core stay within four-digit years:

@@ -49,6 +49,38 @@ impl TranslateError {
         }
     }
 
+    /// The field as a JSON pointer (RFC 6901) into the body that was translated:
+    /// `messages[2].content[0].type` is `/messages/2/content/0/type`, the body itself
+    /// is `""`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use steadfast_http::chat::to_anthropic;
+    ///
+    /// let req = json!({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]});
+    /// let e = to_anthropic(&req).unwrap_err();
+    /// assert_eq!(e.pointer(), "/messages/0/content/0/type");
+    /// assert_eq!(req.pointer(&e.pointer()), Some(&json!("input_audio")));
+    ///
+    /// let odd = json!({"messages": [], "a.b/c": 1});
+    /// let e = to_anthropic(&odd).unwrap_err();
+    /// assert_eq!(e.field(), r#"["a.b/c"]"#);
+    /// assert_eq!(e.pointer(), "/a.b~1c");
+    /// ```
+    pub fn pointer(&self) -> String {
+        let mut out = String::new();
+        let mut rest = self.field();
+        while !rest.is_empty() {
+            let (token, after) = next_token(rest);
+            if let Some(t) = token {
+                out.push('/');
+                out.push_str(&t.replace('~', "~0").replace('/', "~1"));
+            }
+            rest = after;
+        }
+        out
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, expected: &'static str) -> TranslateError {
         TranslateError::Invalid {
             field: field.into(),
@@ -68,6 +100,28 @@ impl TranslateError {
             why,
         }
     }
+}
+
+/// The first segment of a field path and what follows it: `key`, `[3]` or
+/// `["a.b"]` (a key written as a JSON string); `None` for a separating dot.
+fn next_token(path: &str) -> (Option<String>, &str) {
+    if let Some(rest) = path.strip_prefix('.') {
+        return (None, rest);
+    }
+    if let Some(quoted) = path.strip_prefix('[').filter(|r| r.starts_with('"')) {
+        let mut keys = serde_json::Deserializer::from_str(quoted).into_iter::<String>();
+        if let Some(Ok(key)) = keys.next() {
+            let after = &quoted[keys.byte_offset()..];
+            return (Some(key), after.strip_prefix(']').unwrap_or(after));
+        }
+    }
+    if let Some(inner) = path.strip_prefix('[') {
+        let end = inner.find(']').unwrap_or(inner.len());
+        let after = inner.get(end + 1..).unwrap_or("");
+        return (Some(inner[..end].to_owned()), after);
+    }
+    let end = path.find(['.', '[']).unwrap_or(path.len());
+    (Some(path[..end].to_owned()), &path[end..])
 }
 
 struct Name<'a>(&'a str);

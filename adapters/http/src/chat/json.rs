@@ -7,8 +7,13 @@ use super::error::TranslateError;
 
 pub(crate) type Obj = Map<String, Value>;
 
-/// The path of `key` below `base`.
+/// The path of `key` below `base`. A key that a dotted path could misread (empty, or
+/// with `.`, `[`, `]` or `"` in it) is written as a JSON string in brackets:
+/// `metadata["a.b"]`.
 pub(crate) fn at(base: &str, key: &str) -> String {
+    if key.is_empty() || key.contains(['.', '[', ']', '"']) {
+        return format!("{base}[{}]", Value::from(key));
+    }
     if base.is_empty() {
         key.to_owned()
     } else {

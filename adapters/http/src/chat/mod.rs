@@ -3,7 +3,9 @@
 //! The canonical request, response and stream chunk are OpenAI Chat Completions'. The
 //! functions here translate them to and from Anthropic Messages, faithfully: what one
 //! API cannot express is a [`TranslateError`] naming the field (a JSON path such as
-//! `messages[2].content[0].type`), never dropped.
+//! `messages[2].content[0].type`; a key a dotted path would misread is written as a
+//! JSON string in brackets, `metadata["a.b"]`; [`TranslateError::pointer`] gives the
+//! JSON pointer), never dropped.
 //!
 //! ## The API
 //!
@@ -11,8 +13,8 @@
 //! |---|---|
 //! | canonical request → Anthropic body | [`to_anthropic`], [`to_anthropic_with`] ([`ToAnthropic`] options, [`DEFAULT_MAX_TOKENS`]) |
 //! | Anthropic response → `chat.completion` | [`from_anthropic_response`] |
-//! | Anthropic events → `chat.completion.chunk`s | [`FromAnthropicStream`] (push an event, pull [`StreamChunk`]s) |
-//! | canonical chunks → the whole `chat.completion` | [`ChunkCollector`] |
+//! | Anthropic events → `chat.completion.chunk`s | [`FromAnthropicStream`] (push an event, pull [`StreamChunk`]s; [`FromAnthropicStream::usage`]) |
+//! | canonical chunks (or an OpenAI event stream) → the whole `chat.completion` | [`ChunkCollector`] ([`ChunkCollector::push_event`], [`ChunkCollector::text`]) |
 //! | either provider's error body | [`ApiError`], [`ApiErrorKind`] |
 //! | whether a request asks for the usage chunk | [`wants_usage`] |
 //! | Anthropic request → canonical (the gateway) | [`from_anthropic_request`] |

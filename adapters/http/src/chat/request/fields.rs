@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::super::error::TranslateError;
-use super::super::json::Obj;
+use super::super::json::{Obj, at};
 
 /// A field that passes only with a value that asks for nothing.
 struct Harmless {
@@ -138,7 +138,7 @@ pub(crate) fn check(req: &Obj) -> Result<(), TranslateError> {
             Some(h) => h.why,
             None => "Anthropic Messages has no equivalent",
         };
-        return Err(TranslateError::untranslatable(key.as_str(), why));
+        return Err(TranslateError::untranslatable(at("", key), why));
     }
     Ok(())
 }

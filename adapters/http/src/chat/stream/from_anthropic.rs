@@ -128,6 +128,16 @@ impl FromAnthropicStream {
         self.out.pop_front()
     }
 
+    /// The usage reported so far, as OpenAI counts it (what the usage chunk will say);
+    /// `None` before `message_start`. A caller that did not ask for the usage chunk
+    /// still learns the stream's usage here.
+    pub fn usage(&self) -> Option<Value> {
+        if !self.started {
+            return None;
+        }
+        usage_to_openai(&self.usage).ok()
+    }
+
     /// Whether `message_stop` arrived.
     pub fn is_done(&self) -> bool {
         self.done

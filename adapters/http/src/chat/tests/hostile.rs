@@ -40,20 +40,10 @@ fn damage(v: &Value, pick: prop::sample::Index, with: Value) -> Value {
     damaged
 }
 
-/// A field path (`messages[2].content[0].type`) as a JSON pointer.
-fn pointer(field: &str) -> String {
-    field
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .flat_map(|seg| seg.split('['))
-        .map(|s| format!("/{}", s.trim_end_matches(']')))
-        .collect()
-}
-
 /// Whether the error names something in `input`: the field itself, or for a missing
 /// field its parent.
 fn names_a_field_of(e: &TranslateError, input: &Value) -> bool {
-    let p = pointer(e.field());
+    let p = e.pointer();
     if input.pointer(&p).is_some() {
         return true;
     }

@@ -18,6 +18,7 @@ pub(super) fn events() -> Vec<Value> {
             "usage": {"input_tokens": 12, "output_tokens": 1, "cache_read_input_tokens": 4}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "ping"}),
+        json!({"type": "an_event_of_a_later_version", "index": 0}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "check."}}),
         json!({"type": "content_block_stop", "index": 0}),
@@ -91,6 +92,12 @@ fn without_include_usage_there_is_no_usage_chunk() {
     let chunks = translate(&events(), false);
     assert_eq!(chunks.len(), 8);
     assert!(data(&chunks).iter().all(|c| c.get("usage").is_none()));
+    let mut s = FromAnthropicStream::new(CREATED, false);
+    assert_eq!(s.usage(), None);
+    for e in events() {
+        s.push_value(&e).unwrap();
+    }
+    assert_eq!(s.usage().unwrap()["total_tokens"], 25);
 }
 
 #[test]
@@ -155,7 +162,7 @@ fn each_stop_reason_reaches_the_final_chunk() {
         ("pause_turn", "stop"),
     ] {
         let mut e = events();
-        e[10]["delta"]["stop_reason"] = json!(stop);
+        e[11]["delta"]["stop_reason"] = json!(stop);
         let chunks = translate(&e, false);
         assert_eq!(
             data(&chunks)[6]["choices"][0]["finish_reason"],
@@ -341,4 +348,40 @@ fn the_collector_reads_an_openai_event_stream() {
     assert!(
         matches!(c.push_event(&error), Err(EventError::Upstream(e)) if e.kind == ApiErrorKind::Server)
     );
+}
+
+#[test]
+fn a_refusal_delta_streams_as_text_with_the_refusal_stop_reason() {
+    let mut to = ToAnthropicStream::new();
+    let chunks = [
+        json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "refusal": "I can't"}}]}),
+        json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ];
+    for c in &chunks {
+        to.push_chunk(c).unwrap();
+    }
+    to.finish().unwrap();
+    let events: Vec<_> = std::iter::from_fn(|| to.next_event()).collect();
+    assert_eq!(
+        events[2].data["delta"],
+        json!({"type": "text_delta", "text": "I can't"})
+    );
+    let delta = events
+        .iter()
+        .find(|e| e.name == "message_delta")
+        .map(|e| &e.data);
+    assert_eq!(
+        delta.map(|d| &d["delta"]["stop_reason"]),
+        Some(&json!("refusal"))
+    );
+}
+
+#[test]
+fn a_second_choice_cannot_stream_to_anthropic() {
+    let mut to = ToAnthropicStream::new();
+    let chunk = json!({"id": "c", "choices": [{"index": 1, "delta": {"content": "x"}}]});
+    match to.push_chunk(&chunk) {
+        Err(EventError::Translate(t)) => assert_eq!(t.field(), "choices[0].index"),
+        other => panic!("{other:?}"),
+    }
 }

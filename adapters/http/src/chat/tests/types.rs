@@ -116,3 +116,19 @@ fn translated_chunks_read_as_chat_chunks() {
     assert_eq!(typed[0].choices[0].delta.role, Some(Role::Assistant));
     assert_eq!(typed[1].text(), Some("Hey"));
 }
+
+#[test]
+fn a_message_without_a_role_is_refused() {
+    assert!(serde_json::from_value::<ChatMessage>(json!({"content": "Hi"})).is_err());
+}
+
+proptest::proptest! {
+    #![proptest_config(super::roundtrip::config())]
+
+    #[test]
+    fn a_request_read_into_the_typed_structs_translates_the_same(req in super::roundtrip::request()) {
+        let typed: ChatRequest = serde_json::from_value(req.clone())
+            .map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        proptest::prop_assert_eq!(to_anthropic(&value(&typed)), to_anthropic(&req));
+    }
+}

@@ -40,6 +40,12 @@ impl From<&str> for Content {
     }
 }
 
+impl From<Vec<ContentPart>> for Content {
+    fn from(parts: Vec<ContentPart>) -> Content {
+        Content::Parts(parts)
+    }
+}
+
 impl From<String> for Content {
     fn from(text: String) -> Content {
         Content::Text(text)
@@ -101,26 +107,26 @@ pub struct ImageUrl {
     pub detail: Option<String>,
 }
 
-/// One message of a conversation, or a choice's answer.
+/// One message of a conversation, or a choice's answer. `role` is required; every
+/// other field has a default.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
 pub struct ChatMessage {
     /// Who wrote it.
     pub role: Role,
     /// Its content (none for an assistant message of tool calls only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
     /// A participant's name (OpenAI only; the translation to Anthropic refuses it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// An assistant message's tool calls.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// A tool message's call id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// An answer's refusal text.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
     /// The fields these structs do not name.
     #[serde(flatten, skip_serializing_if = "Map::is_empty")]
@@ -129,6 +135,12 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     /// A message of `role` with text content.
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::{ChatMessage, Role};
+    /// let m = ChatMessage::new(Role::Developer, "Answer in French.");
+    /// assert_eq!(serde_json::to_value(&m).unwrap()["role"], "developer");
+    /// ```
     pub fn new(role: Role, text: impl Into<String>) -> ChatMessage {
         ChatMessage {
             role,
@@ -220,6 +232,12 @@ impl ChatMessage {
     }
 
     /// The content when it is a string (as it is in every answer).
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::{ChatMessage, ContentPart};
+    /// assert_eq!(ChatMessage::assistant("Hello").text(), Some("Hello"));
+    /// assert_eq!(ChatMessage::user_parts(vec![ContentPart::text("Hi")]).text(), None);
+    /// ```
     pub fn text(&self) -> Option<&str> {
         match &self.content {
             Some(Content::Text(t)) => Some(t),

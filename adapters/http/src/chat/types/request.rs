@@ -108,6 +108,12 @@ impl ChatRequest {
     }
 
     /// Adds a message.
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::{ChatMessage, ChatRequest};
+    /// let req = ChatRequest::new("m").message(ChatMessage::user("Hi"));
+    /// assert_eq!(req.messages, vec![ChatMessage::user("Hi")]);
+    /// ```
     pub fn message(mut self, message: ChatMessage) -> ChatRequest {
         self.messages.push(message);
         self
@@ -125,7 +131,17 @@ impl ChatRequest {
         self.message(ChatMessage::system(text))
     }
 
-    /// Adds a user message.
+    /// Adds a user message: text, or parts.
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::{ChatRequest, ContentPart};
+    /// let req = ChatRequest::new("m")
+    ///     .user("Hi")
+    ///     .user(vec![ContentPart::text("and"), ContentPart::image_url("https://example.com/a.png")]);
+    /// let body = serde_json::to_value(&req).unwrap();
+    /// assert_eq!(body["messages"][0]["content"], "Hi");
+    /// assert_eq!(body["messages"][1]["content"][1]["type"], "image_url");
+    /// ```
     pub fn user(self, content: impl Into<Content>) -> ChatRequest {
         self.message(ChatMessage {
             content: Some(content.into()),
@@ -210,6 +226,12 @@ impl ChatRequest {
     }
 
     /// Sets the tool choice.
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::{ChatRequest, ToolChoice};
+    /// let req = ChatRequest::new("m").tool_choice(ToolChoice::NONE);
+    /// assert_eq!(serde_json::to_value(&req).unwrap()["tool_choice"], "none");
+    /// ```
     pub fn tool_choice(mut self, choice: ToolChoice) -> ChatRequest {
         self.tool_choice = Some(choice);
         self

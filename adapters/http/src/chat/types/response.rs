@@ -59,6 +59,14 @@ impl ChatResponse {
     }
 
     /// The first choice's finish reason.
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::ChatResponse;
+    /// let r: ChatResponse = serde_json::from_str(
+    ///     r#"{"choices":[{"message":{"role":"assistant","content":"Hel"},"finish_reason":"length"}]}"#,
+    /// ).unwrap();
+    /// assert_eq!(r.finish_reason(), Some("length"));
+    /// ```
     pub fn finish_reason(&self) -> Option<&str> {
         self.choices
             .first()

@@ -157,6 +157,13 @@ impl ToolCall {
     }
 
     /// The arguments parsed from their JSON string (the model may write invalid JSON).
+    ///
+    /// ```
+    /// use steadfast_http::chat::types::ToolCall;
+    /// let mut call = ToolCall::new("c", "f", &serde_json::json!({}));
+    /// call.function.arguments = "{\"city\": \"Os".into();
+    /// assert!(call.arguments().is_err());
+    /// ```
     pub fn arguments(&self) -> Result<Value, serde_json::Error> {
         serde_json::from_str(&self.function.arguments)
     }
