@@ -57,25 +57,3 @@ fn a_dropped_call_is_cancelled_in_the_core() {
     });
     assert_eq!(client.metrics().give_ups.cancelled, 1);
 }
-
-#[test]
-fn typed_requests_and_responses_of_steadfasts_own() {
-    use steadfast_http::chat::types::{ChatRequest, ChatResponse};
-    let server = support::mock("ok");
-    let _guard = rt().enter();
-    let client = steadfast_reqwest::Client::builder()
-        .endpoint(support::anthropic(&server).model("claude-test"))
-        .canonical(true)
-        .seed_u64(support::SEED)
-        .build()
-        .expect("client");
-    let request = ChatRequest::new("gpt-test")
-        .system("Be brief.")
-        .user("typed across")
-        .max_tokens(64);
-    let reply = rt().block_on(client.chat(&request)).expect("success");
-    let typed: ChatResponse = reply.json().expect("a chat.completion");
-    assert_eq!(typed.text(), Some("typed across"));
-    assert_eq!(typed.finish_reason(), Some("stop"));
-    assert_eq!(server.stats().status(400), 0);
-}

@@ -28,25 +28,3 @@ fn one_client_serves_many_threads() {
     }
     assert_eq!(server.stats().processed, 8);
 }
-
-#[test]
-fn typed_requests_and_responses_of_steadfasts_own() {
-    use steadfast_http::chat::types::{ChatRequest, ChatResponse};
-    let server = support::mock("ok");
-    // A canonical request (typed), to an Anthropic endpoint of a canonical client.
-    let client = steadfast_ureq::Client::builder()
-        .endpoint(support::anthropic(&server).model("claude-test"))
-        .canonical(true)
-        .seed_u64(support::SEED)
-        .build()
-        .expect("client");
-    let request = ChatRequest::new("gpt-test")
-        .system("Be brief.")
-        .user("typed across")
-        .max_tokens(64);
-    let reply = client.chat(&request).expect("success");
-    let typed: ChatResponse = reply.json().expect("a chat.completion");
-    assert_eq!(typed.text(), Some("typed across"));
-    assert_eq!(typed.finish_reason(), Some("stop"));
-    assert_eq!(server.stats().status(400), 0);
-}

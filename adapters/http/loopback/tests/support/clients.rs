@@ -33,6 +33,9 @@ macro_rules! configured {
         if let Some(d) = b.knobs.deadline {
             builder = builder.deadline(d);
         }
+        if let Some(on) = b.knobs.canonical {
+            builder = builder.canonical(on);
+        }
         builder
     }};
 }
@@ -62,7 +65,10 @@ impl Harness for Reqwest {
         builder.build().expect("client builds")
     }
 
-    fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<reqwest::Error>> {
+    fn chat<R: serde::Serialize + Send>(
+        c: &Self::Client,
+        body: R,
+    ) -> Result<Reply, CallError<reqwest::Error>> {
         rt().block_on(c.chat(body))
     }
 
@@ -118,7 +124,10 @@ impl Harness for Ureq {
             .expect("client builds")
     }
 
-    fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<ureq::Error>> {
+    fn chat<R: serde::Serialize + Send>(
+        c: &Self::Client,
+        body: R,
+    ) -> Result<Reply, CallError<ureq::Error>> {
         c.chat(body)
     }
 

@@ -37,7 +37,7 @@ pub struct Build {
     pub seed: u64,
     /// The client's body limit, when not the default.
     pub max_body: Option<u64>,
-    /// The builder's `max_retries`, `timeout` and `deadline`, when set.
+    /// The builder's `max_retries`, `timeout`, `deadline` and `canonical`, when set.
     pub knobs: Knobs,
 }
 
@@ -47,6 +47,7 @@ pub struct Knobs {
     pub max_retries: Option<u32>,
     pub timeout: Option<Duration>,
     pub deadline: Option<Duration>,
+    pub canonical: Option<bool>,
 }
 
 impl Build {
@@ -99,7 +100,10 @@ pub trait Harness: 'static {
     const NAME: &'static str;
 
     fn build(b: Build) -> Self::Client;
-    fn chat(c: &Self::Client, body: Value) -> Result<Reply, CallError<Self::Source>>;
+    fn chat<R: serde::Serialize + Send>(
+        c: &Self::Client,
+        body: R,
+    ) -> Result<Reply, CallError<Self::Source>>;
     fn chat_with(c: &Self::Client, id: &str, body: Value)
     -> Result<Reply, CallError<Self::Source>>;
     fn chat_opts(
@@ -304,6 +308,7 @@ macro_rules! all_scenarios {
             call_options_add_headers_and_the_idempotency_key,
             builder_knobs_apply_to_every_call,
             a_failover_is_counted_as_one_not_as_a_retry,
+            typed_requests_and_responses_of_steadfasts_own,
         );
         canonical_scenarios!($h;
             a_canonical_call_fails_over_to_the_strict_anthropic_mock,

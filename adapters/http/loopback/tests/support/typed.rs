@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use steadfast_core::idempotency::IdempotencyKey;
+use steadfast_http::chat::types::{ChatRequest, ChatResponse};
 use steadfast_http::{CallOptions, GiveUpReason, Provider, RequestError};
 use steadfast_mock::Fault;
 
@@ -25,16 +26,15 @@ struct MyMessage<'a> {
     content: &'a str,
 }
 
-fn my_request(text: &str) -> Value {
-    let r = MyRequest {
+fn my_request(text: &str) -> MyRequest<'_> {
+    MyRequest {
         model: "caller-model",
         max_tokens: 64,
         messages: vec![MyMessage {
             role: "user",
             content: text,
         }],
-    };
-    serde_json::to_value(r).expect("a request serializes")
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -170,4 +170,26 @@ pub fn a_failover_is_counted_as_one_not_as_a_retry<H: Harness>() {
     assert_eq!(r.served_by().map(|s| s.endpoint.as_str()), Some("second"));
     let m = H::metrics(&c);
     assert_eq!((m.attempts, m.failovers, m.retries), (2, 1, 0), "{m:?}");
+}
+
+pub fn typed_requests_and_responses_of_steadfasts_own<H: Harness>() {
+    let server = mock("ok");
+    // A canonical client with one Anthropic endpoint: typed canonical requests in,
+    // typed `chat.completion`s out.
+    let mut b = Build::new(anthropic(&server).model("claude-test"));
+    b.knobs.canonical = Some(true);
+    let c = H::build(b);
+    let request = ChatRequest::new("gpt-test")
+        .system("Be brief.")
+        .user("typed across")
+        .max_tokens(64);
+    let reply = H::chat(&c, &request).expect("success");
+    let typed: ChatResponse = reply.json().expect("a chat.completion");
+    assert_eq!(typed.text(), Some("typed across"));
+    assert_eq!(typed.finish_reason(), Some("stop"));
+    assert_eq!(
+        server.stats().status(400),
+        0,
+        "the strict mock took the body"
+    );
 }
