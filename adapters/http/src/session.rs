@@ -250,7 +250,11 @@ impl<'c, E> Session<'c, E> {
     pub fn poll(&mut self, now: Timestamp) -> Step<'c> {
         self.latest = self.latest.max(now);
         if self.refused.is_some() && self.finish.is_none() {
-            self.finish = Some(self.cancel());
+            // Nothing was sent: the core's call ends unseen by the counters (it was
+            // refused, not cancelled by the caller).
+            let (call, latest) = (&mut self.call, self.latest);
+            self.finish = Some(self.shared.with_engine(|e| call.cancel(latest, e)));
+            while self.call.poll_event().is_some() {}
         }
         loop {
             if self.finish.is_some() {

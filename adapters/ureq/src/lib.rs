@@ -62,6 +62,9 @@ use std::sync::Arc;
 use drive::Clock;
 use serde::Serialize;
 use steadfast_core::time::Timestamp;
+/// The canonical chat shape: typed requests and replies (`chat::types`) and the
+/// OpenAI ⇄ Anthropic translation.
+pub use steadfast_http::chat;
 /// Every type the builder and the calls take, so that no other crate is needed.
 pub use steadfast_http::{
     ApiKey, BackoffConfig, BreakerConfig, BudgetConfig, CallOptions, ClassifyConfig,

@@ -143,4 +143,6 @@ pub fn an_untranslatable_field_is_refused_before_any_attempt<H: Harness>() {
     assert_eq!(t.field(), "logit_bias", "{t}");
     assert!(e.to_string().contains("logit_bias"), "{e}");
     assert_eq!(down.stats().total_requests + up.stats().total_requests, 0);
+    let m = H::metrics(&c);
+    assert_eq!((m.attempts, m.give_ups.total()), (0, 0), "{m:?}");
 }
