@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use steadfast_http::{Provider, RequestError, TextEvent};
+use steadfast_http::{GiveUpReason, Provider, RequestError, TextEvent};
 
 use super::*;
 
@@ -32,6 +32,12 @@ fn canonical(text: &str) -> Value {
 
 /// A down OpenAI endpoint first, the Anthropic mock after it; and their servers.
 fn failover_client<H: Harness>() -> (H::Client, MockServer, MockServer) {
+    failover_client_shaped::<H>(None)
+}
+
+fn failover_client_shaped<H: Harness>(
+    canonical: Option<bool>,
+) -> (H::Client, MockServer, MockServer) {
     let (down, up) = (mock("ok"), mock("ok"));
     down.set_down(true);
     let first = openai(&down).name("openai-primary");
@@ -39,10 +45,11 @@ fn failover_client<H: Harness>() -> (H::Client, MockServer, MockServer) {
         .name("claude-standby")
         .model("claude-test")
         .priority(1);
-    let b = Build::new(first).endpoint(second).policy(|p| {
+    let mut b = Build::new(first).endpoint(second).policy(|p| {
         p.retry.first_event_timeout = Some(Duration::from_millis(400));
         p.retry.attempt_timeout = Duration::from_secs(5);
     });
+    b.knobs.canonical = canonical;
     (H::build(b), down, up)
 }
 
@@ -67,6 +74,29 @@ pub fn a_canonical_call_fails_over_to_the_strict_anthropic_mock<H: Harness>() {
     let s = up.stats();
     assert_eq!((s.status(200), s.status(400)), (1, 0), "{s:?}");
     assert_eq!(s.by_path.get("/v1/messages"), Some(&1));
+}
+
+pub fn sent_natively_the_same_call_is_refused_by_the_strict_mock<H: Harness>() {
+    // What failover did before the canonical shape: the OpenAI body, unchanged.
+    let (c, _down, up) = failover_client_shaped::<H>(Some(false));
+    let e = H::chat(&c, canonical("hello")).expect_err("Anthropic refuses the OpenAI body");
+    assert_eq!(
+        (e.status, e.reason),
+        (Some(400), GiveUpReason::NotRetryable),
+        "{e}"
+    );
+    let message = e.message.as_deref().unwrap_or_default();
+    assert!(message.contains("max_tokens: Field required"), "{message}");
+    assert!(
+        message.contains("Extra inputs are not permitted"),
+        "{message}"
+    );
+    assert!(
+        message.contains("messages.0.role: Input should be 'user' or 'assistant'"),
+        "{message}"
+    );
+    assert_eq!(e.endpoint.as_deref(), Some("claude-standby"));
+    assert_eq!(up.stats().status(400), 1);
 }
 
 pub fn a_canonical_stream_fails_over_with_text_deltas_in_order<H: Harness>() {

@@ -312,6 +312,7 @@ macro_rules! all_scenarios {
         );
         canonical_scenarios!($h;
             a_canonical_call_fails_over_to_the_strict_anthropic_mock,
+            sent_natively_the_same_call_is_refused_by_the_strict_mock,
             a_canonical_stream_fails_over_with_text_deltas_in_order,
             a_tool_call_round_trip_through_anthropic,
             an_untranslatable_field_is_refused_before_any_attempt,
