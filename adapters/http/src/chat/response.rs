@@ -204,7 +204,9 @@ pub fn to_anthropic_response(response: &Value) -> Result<Value, TranslateError> 
     let (content, refused) = message_blocks(m, field)?;
     let stop = match opt_str(c, "choices[0]", "finish_reason")? {
         _ if refused => Value::from("refusal"),
-        Some(f) => Value::from(stop_reason(f)?),
+        Some(f) => Value::from(stop_reason(f).map_err(|_| {
+            TranslateError::invalid("choices[0].finish_reason", "an OpenAI finish reason")
+        })?),
         None => Value::Null,
     };
     let usage = match opt_object(r, "", "usage")? {
