@@ -4,8 +4,9 @@
 //! - [`ProviderExt`]: the request URL and authentication headers of the core's
 //!   [`Provider`]s (OpenAI-compatible and Anthropic), and the `Idempotency-Key` header.
 //! - [`ApiKey`]: a secret that prints as `ApiKey(****)`.
-//! - [`EndpointDef`]: a base URL, its provider, keys, model, priority and limits,
-//!   turned into the core's [`EndpointSpec`](steadfast_core::engine::EndpointSpec).
+//! - [`EndpointDef`]: a base URL, its provider, name, keys (or the provider's key
+//!   variable), model, priority and limits, turned into the core's
+//!   [`EndpointSpec`](steadfast_core::engine::EndpointSpec).
 //! - [`body`]: request bodies (the endpoint's model, `stream: true`), what response
 //!   bodies say (token usage, the error message), and [`body::LimitedBody`], a response
 //!   body read under the client's size limit ([`DEFAULT_MAX_BODY`]; a response that
@@ -14,12 +15,19 @@
 //!   [`Outcome`](steadfast_core::outcome::Outcome).
 //! - [`sse`]: an incremental server-sent-events parser and the reading of both
 //!   providers' event streams.
-//! - [`Fallback`], [`Reply`], [`Degraded`]: the fallback chain run when a call gives up
+//! - [`Fallback`], [`Degraded`]: the fallback chain run when a call gives up
 //!   (fallback endpoints are standby endpoints of the client's one engine).
+//! - [`Reply`]: a call's result and what one reads of it (text, usage, who served it,
+//!   the body as one's own type); [`TextFold`]: a stream read as text deltas and the
+//!   whole message.
+//! - [`CallOptions`], [`RetryOverrides`]: one call's own attempts, timeout, deadline,
+//!   headers and idempotency key, and the builder's changes to the policy.
 //! - [`Metrics`]: counters fed from the core's events (and `tracing` events with the
 //!   `tracing` feature), recorded after the engine's lock is released.
 //! - [`chat`]: the canonical chat shape (OpenAI Chat Completions) and its faithful
 //!   translation to and from Anthropic Messages: requests, responses, streams, errors.
+//!   A client whose endpoints speak more than one API (or set canonical) takes and
+//!   returns this shape, translated per endpoint by its sessions.
 //! - [`clock`]: the instants a session takes ([`Now`]) and the faces' conversions
 //!   from their runtime's clock ([`clock::Epoch`]). Nothing here reads a clock for a
 //!   session: the face does, so a paused or virtual clock drives it.
@@ -28,7 +36,7 @@
 //!
 //! ```text
 //! // `clock_now()`: the face's runtime clock (tokio's, or std's).
-//! let mut s = Session::new(&shared, epoch.timestamp(clock_now()), business_id, request, stream);
+//! let mut s = Session::with_options(&shared, epoch.timestamp(clock_now()), request, stream, &options);
 //! loop {
 //!     match s.poll(epoch.timestamp(clock_now())) {
 //!         Step::Send(out) => { /* send out.body to out.url with out.headers within
