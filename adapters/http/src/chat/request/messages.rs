@@ -166,6 +166,11 @@ fn user_message(o: &Obj, base: &str) -> Result<Body, TranslateError> {
     match get(o, "content") {
         None => Err(TranslateError::missing(field)),
         Some(Value::String(s)) => Ok(Body::Plain(s.clone())),
+        // Anthropic refuses a user turn without content ("messages.0.content: ... at
+        // least 1 item"); OpenAI takes it. Refused here, by name, before any attempt.
+        Some(Value::Array(parts)) if parts.is_empty() => {
+            Err(TranslateError::invalid(field, "at least one content part"))
+        }
         Some(Value::Array(parts)) => parts
             .iter()
             .enumerate()

@@ -318,6 +318,10 @@ fn wrong_types_name_the_field_and_what_it_must_be() {
             json!({"messages": [{"role": "tool", "content": "x"}]}),
             "messages[0].tool_call_id",
         ),
+        (
+            json!({"messages": [{"role": "user", "content": []}]}),
+            "messages[0].content",
+        ),
     ];
     for (extra, field) in cases {
         let e = to_anthropic(&canonical(extra.clone())).unwrap_err();
