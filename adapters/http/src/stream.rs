@@ -281,6 +281,51 @@ mod tests {
     }
 
     #[test]
+    fn a_translated_stream_hands_over_chunks_and_counts_its_end_as_a_success() {
+        let m = Arc::new(Metrics::default());
+        let mut r = EventReader::new(Provider::Anthropic)
+            .translating(1_700_000_000, true)
+            .with_metrics(Arc::clone(&m));
+        assert_eq!(r.handed_over(), Provider::OpenAi);
+        r.push(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n");
+        assert_eq!(r.first_event(), Some(true));
+        r.push(b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+        r.push(b"event: ping\ndata: {\"type\":\"ping\"}\n\n");
+        r.push(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n");
+        r.push(
+            b"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        );
+        r.push(b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":1}}\n\n");
+        r.push(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        let items: Vec<SseEvent> = drain(&mut r).into_iter().map(Result::unwrap).collect();
+        assert!(
+            items.iter().all(|e| e.event.is_none()),
+            "OpenAI chunks have no event name"
+        );
+        let last = items.last().expect("items");
+        assert!(last.is_done_marker(), "{items:?}");
+        let chunks: Vec<serde_json::Value> = items.iter().filter_map(SseEvent::json).collect();
+        assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+        let text: String = chunks
+            .iter()
+            .filter_map(|c| c.pointer("/choices/0/delta/content")?.as_str())
+            .collect();
+        assert_eq!(text, "Hi");
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c["choices"][0]["finish_reason"] == "stop")
+        );
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c["usage"]["total_tokens"].as_u64() == Some(4))
+        );
+        assert!(matches!(r.on_eof::<()>(), Next::End));
+        assert_eq!(m.snapshot().successes, 1);
+    }
+
+    #[test]
     fn a_bad_first_event_is_flagged() {
         let mut r = EventReader::new(Provider::Anthropic);
         r.push(b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n");
