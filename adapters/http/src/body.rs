@@ -100,16 +100,7 @@ pub fn estimate_tokens(request: &Value, body_len: usize) -> u64 {
 /// Tokens a success body reports: `usage.total_tokens` (OpenAI) or
 /// `usage.input_tokens + usage.output_tokens` (Anthropic).
 pub fn tokens_used(body: &Value) -> Option<u64> {
-    let usage = body.get("usage")?;
-    if let Some(total) = usage.get("total_tokens").and_then(Value::as_u64) {
-        return Some(total);
-    }
-    let input = usage.get("input_tokens").and_then(Value::as_u64);
-    let output = usage.get("output_tokens").and_then(Value::as_u64);
-    match (input, output) {
-        (None, None) => None,
-        (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
-    }
+    crate::reply::usage_of(body).map(|u| u.total_tokens)
 }
 
 /// The message of an error body (`error.message`, a string `error`, or a top-level

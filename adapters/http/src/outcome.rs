@@ -47,8 +47,13 @@ pub fn response(
 /// The same outcome with its body marked malformed (a 2xx whose JSON is not what the
 /// API sends).
 pub fn malformed(outcome: Outcome) -> Outcome {
+    with_body(outcome, BodyState::Malformed)
+}
+
+/// A response outcome with its body in `state`; any other outcome unchanged.
+fn with_body(outcome: Outcome, state: BodyState) -> Outcome {
     match outcome {
-        Outcome::Response(r) => Outcome::Response(r.with_body(BodyState::Malformed)),
+        Outcome::Response(r) => Outcome::Response(r.with_body(state)),
         other => other,
     }
 }
@@ -75,10 +80,8 @@ pub fn stream_started(
 /// The outcome of a 2xx whose body was not read because it broke the client's body
 /// limit, with the headers' hints; the core decides whether that is worth a retry.
 pub fn oversized(status: u16, headers: &HeaderMap, wall_now_unix: u64) -> Outcome {
-    match stream_started(status, headers, true, wall_now_unix) {
-        Outcome::Response(r) => Outcome::Response(r.with_body(BodyState::TooLarge)),
-        other => other,
-    }
+    let started = stream_started(status, headers, true, wall_now_unix);
+    with_body(started, BodyState::TooLarge)
 }
 
 /// The outcome of a response whose status line and headers were too large to read:

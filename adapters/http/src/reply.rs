@@ -144,19 +144,21 @@ fn joined(parts: &[Value]) -> Option<String> {
     Some(texts.collect())
 }
 
-fn usage_of(body: &Value) -> Option<TokenUsage> {
+/// The usage of a body of either provider; `None` when it reports no count at all.
+pub(crate) fn usage_of(body: &Value) -> Option<TokenUsage> {
     let u = body.get("usage")?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
     let input = n("prompt_tokens").or_else(|| n("input_tokens"));
     let output = n("completion_tokens").or_else(|| n("output_tokens"));
-    if input.is_none() && output.is_none() {
+    let total = n("total_tokens");
+    if input.is_none() && output.is_none() && total.is_none() {
         return None;
     }
     let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
     Some(TokenUsage {
         input_tokens: input,
         output_tokens: output,
-        total_tokens: n("total_tokens").unwrap_or(input.saturating_add(output)),
+        total_tokens: total.unwrap_or(input.saturating_add(output)),
     })
 }
 

@@ -198,81 +198,26 @@ pub fn status_body(status: u16, body: &str) -> Fault {
     }
 }
 
-/// Instantiates every scenario as a `#[test]` for harness `$h`.
+/// Instantiates each named scenario of `support::$module` as a `#[test]` for harness
+/// `$h`.
 #[macro_export]
 macro_rules! scenarios {
-    ($h:ty; $($name:ident),* $(,)?) => {
+    ($h:ty, $module:ident; $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
                 eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
-                support::scenarios::$name::<$h>();
+                support::$module::$name::<$h>();
             }
         )*
     };
 }
 
-/// Instantiates every canonical-shape scenario as a `#[test]` for harness `$h`.
-#[macro_export]
-macro_rules! canonical_scenarios {
-    ($h:ty; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
-                support::canonical::$name::<$h>();
-            }
-        )*
-    };
-}
-
-/// Instantiates every typed-client scenario as a `#[test]` for harness `$h`.
-#[macro_export]
-macro_rules! typed_scenarios {
-    ($h:ty; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
-                support::typed::$name::<$h>();
-            }
-        )*
-    };
-}
-
-/// Instantiates every stream scenario as a `#[test]` for harness `$h`.
-#[macro_export]
-macro_rules! stream_scenarios {
-    ($h:ty; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
-                support::streams::$name::<$h>();
-            }
-        )*
-    };
-}
-
-/// Instantiates every liveness scenario as a `#[test]` for harness `$h`.
-#[macro_export]
-macro_rules! liveness_scenarios {
-    ($h:ty; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                eprintln!("adapter {}, seed {:#x}", <$h as support::Harness>::NAME, support::SEED);
-                support::liveness::$name::<$h>();
-            }
-        )*
-    };
-}
-
-/// Every scenario of both lists, for one harness.
+/// Every scenario of every list, for one harness.
 #[macro_export]
 macro_rules! all_scenarios {
     ($h:ty) => {
-        scenarios!($h;
+        scenarios!($h, scenarios;
             success_openai,
             success_anthropic,
             business_id_sets_the_idempotency_key,
@@ -294,7 +239,7 @@ macro_rules! all_scenarios {
             no_panic_in_any_scenario,
             keys_never_appear_in_debug_or_errors,
         );
-        stream_scenarios!($h;
+        scenarios!($h, streams;
             stream_succeeds_with_every_event,
             stream_cut_before_the_first_event_is_retried,
             stream_hang_before_the_first_event_is_retried,
@@ -302,7 +247,7 @@ macro_rules! all_scenarios {
             stream_error_status_is_retried,
             no_panic_on_any_fault_while_streaming,
         );
-        typed_scenarios!($h;
+        scenarios!($h, typed;
             replies_tell_text_usage_and_who_served_them,
             call_options_change_one_call_only,
             call_options_add_headers_and_the_idempotency_key,
@@ -310,14 +255,14 @@ macro_rules! all_scenarios {
             a_failover_is_counted_as_one_not_as_a_retry,
             typed_requests_and_responses_of_steadfasts_own,
         );
-        canonical_scenarios!($h;
+        scenarios!($h, canonical;
             a_canonical_call_fails_over_to_the_strict_anthropic_mock,
             sent_natively_the_same_call_is_refused_by_the_strict_mock,
             a_canonical_stream_fails_over_with_text_deltas_in_order,
             a_tool_call_round_trip_through_anthropic,
             an_untranslatable_field_is_refused_before_any_attempt,
         );
-        liveness_scenarios!($h;
+        scenarios!($h, liveness;
             a_burst_is_paced_instead_of_failing,
             a_drained_window_is_retried_at_the_hint_not_at_the_reset,
             alternating_hints_are_waited_exactly,

@@ -15,76 +15,77 @@ fn empty_schema() -> Value {
 
 /// Canonical `tools` → Anthropic `tools`.
 pub(crate) fn tools_to_anthropic(tools: &[Value]) -> Result<Vec<Value>, TranslateError> {
-    tools
-        .iter()
-        .enumerate()
-        .map(|(i, tool)| {
-            let base = item("tools", i);
-            let t = object(tool, &base)?;
-            if req_str(t, &base, "type")? != "function" {
-                return Err(TranslateError::untranslatable(
-                    at(&base, "type"),
-                    "Anthropic tools are function tools",
-                ));
-            }
-            only(t, &base, &["type", "function"])?;
-            let field = at(&base, "function");
-            let f = get(t, "function").ok_or_else(|| TranslateError::missing(&field))?;
-            let f = object(f, &field)?;
-            only(f, &field, &["name", "description", "parameters", "strict"])?;
-            if opt_bool(f, &field, "strict")? == Some(true) {
-                return Err(TranslateError::untranslatable(
-                    at(&field, "strict"),
-                    "Anthropic does not enforce a tool's schema",
-                ));
-            }
-            let mut out = Map::new();
-            out.insert("name".into(), req_str(f, &field, "name")?.into());
-            if let Some(d) = opt_str(f, &field, "description")? {
-                out.insert("description".into(), d.into());
-            }
-            let schema = get(f, "parameters").cloned().unwrap_or_else(empty_schema);
-            out.insert("input_schema".into(), schema);
-            Ok(Value::Object(out))
-        })
-        .collect()
+    each_tool(tools, |t, base| {
+        if req_str(t, base, "type")? != "function" {
+            return Err(TranslateError::untranslatable(
+                at(base, "type"),
+                "Anthropic tools are function tools",
+            ));
+        }
+        only(t, base, &["type", "function"])?;
+        let field = at(base, "function");
+        let f = get(t, "function").ok_or_else(|| TranslateError::missing(&field))?;
+        let f = object(f, &field)?;
+        only(f, &field, &["name", "description", "parameters", "strict"])?;
+        if opt_bool(f, &field, "strict")? == Some(true) {
+            return Err(TranslateError::untranslatable(
+                at(&field, "strict"),
+                "Anthropic does not enforce a tool's schema",
+            ));
+        }
+        let mut out = Map::new();
+        out.insert("name".into(), req_str(f, &field, "name")?.into());
+        if let Some(d) = opt_str(f, &field, "description")? {
+            out.insert("description".into(), d.into());
+        }
+        let schema = get(f, "parameters").cloned().unwrap_or_else(empty_schema);
+        out.insert("input_schema".into(), schema);
+        Ok(Value::Object(out))
+    })
 }
 
 /// Anthropic `tools` → canonical `tools`. Server tools (a `type` other than `custom`)
 /// have no OpenAI equivalent.
 pub(crate) fn tools_to_openai(tools: &[Value]) -> Result<Vec<Value>, TranslateError> {
+    each_tool(tools, |t, base| {
+        if opt_str(t, base, "type")?.is_some_and(|k| k != "custom") {
+            return Err(TranslateError::untranslatable(
+                at(base, "type"),
+                "OpenAI has no server tools",
+            ));
+        }
+        let known = [
+            "type",
+            "name",
+            "description",
+            "input_schema",
+            "cache_control",
+        ];
+        only(t, base, &known)?;
+        let mut f = Map::new();
+        f.insert("name".into(), req_str(t, base, "name")?.into());
+        if let Some(d) = opt_str(t, base, "description")? {
+            f.insert("description".into(), d.into());
+        }
+        let schema = get(t, "input_schema")
+            .ok_or_else(|| TranslateError::missing(at(base, "input_schema")))?;
+        f.insert("parameters".into(), schema.clone());
+        Ok(json!({"type": "function", "function": f}))
+    })
+}
+
+/// Each tool of a `tools` array as an object, translated by `f` with its path
+/// (`tools[i]`).
+fn each_tool(
+    tools: &[Value],
+    f: impl Fn(&Obj, &str) -> Result<Value, TranslateError>,
+) -> Result<Vec<Value>, TranslateError> {
     tools
         .iter()
         .enumerate()
         .map(|(i, tool)| {
             let base = item("tools", i);
-            let t = object(tool, &base)?;
-            if opt_str(t, &base, "type")?.is_some_and(|k| k != "custom") {
-                return Err(TranslateError::untranslatable(
-                    at(&base, "type"),
-                    "OpenAI has no server tools",
-                ));
-            }
-            only(
-                t,
-                &base,
-                &[
-                    "type",
-                    "name",
-                    "description",
-                    "input_schema",
-                    "cache_control",
-                ],
-            )?;
-            let mut f = Map::new();
-            f.insert("name".into(), req_str(t, &base, "name")?.into());
-            if let Some(d) = opt_str(t, &base, "description")? {
-                f.insert("description".into(), d.into());
-            }
-            let schema = get(t, "input_schema")
-                .ok_or_else(|| TranslateError::missing(at(&base, "input_schema")))?;
-            f.insert("parameters".into(), schema.clone());
-            Ok(json!({"type": "function", "function": f}))
+            f(object(tool, &base)?, &base)
         })
         .collect()
 }
