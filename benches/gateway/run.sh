@@ -251,6 +251,7 @@ general_settings:
   disable_spend_logs: true
 EOF
         start "$log" env LITELLM_LOG=ERROR LITELLM_LOCAL_MODEL_COST_MAP=True \
+            LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true \
             "${GATEWAY_CPU[@]}" "$OUT/venv/bin/litellm" --config "$OUT/litellm-$2.yaml" \
             --host 127.0.0.1 --port "$port" --num_workers 1
         GW_PID=$STARTED
@@ -313,7 +314,7 @@ DETAILS=() # the raw figures
 # measure NAME UPSTREAM_KIND URL PID [loadgen header args...]: latency (interleaved with
 # direct requests unless NAME is direct) and throughput; appends the rows.
 measure() {
-    local name=$1 kind=$2 url=$3 pid=$4 lat gw direct c t rps=() errors=0 cpu=() t0 t1 e
+    local name=$1 kind=$2 url=$3 pid=$4 lat gw direct c t rps=() errors=0 cpu=() t0 t1 w0 w1 e
     shift 4
     if [[ $name == direct ]]; then
         lat=$(loadgen latency --url "$url" --warmup "$WARMUP" --requests "$REQUESTS" "$@")
@@ -327,15 +328,18 @@ measure() {
     errors=$(($(field "$gw" errors) + $(field "$direct" errors)))
     for c in $CONCURRENCY; do
         t0=$(cpu_ticks "$pid")
+        w0=$(date +%s%N)
         t=$(loadgen throughput --url "$url" --concurrency "$c" --seconds "$DURATION" \
             --warmup-seconds "$WARMUP_SECONDS" "$@")
+        w1=$(date +%s%N)
         t1=$(cpu_ticks "$pid")
         e=$(field "$t" errors)
         errors=$((errors + e))
         rps+=("$(field "$t" rps)")
-        # CPU of the measured process over warm-up and window, in % of one core.
-        cpu+=("$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v s="$(awk -v a="$DURATION" -v b="$WARMUP_SECONDS" 'BEGIN{print a+b}')" \
-            'BEGIN { printf "%.0f", 100 * d / hz / s }')")
+        # CPU of the measured process over the whole run (connecting, warm-up, window,
+        # closing), in % of one core.
+        cpu+=("$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ns=$((w1 - w0)) \
+            'BEGIN { printf "%.0f", 100 * d / hz / (ns / 1e9) }')")
         DETAILS+=("| $name | $kind | throughput | c=$c: $(field "$t" ok) ok, $e errors in $(field "$t" seconds) s |")
     done
     local p50 p99 added50 added99
@@ -401,7 +405,7 @@ c_rule=$(for c in $CONCURRENCY; do printf ' ---: |'; done)
     echo "LiteLLM $LITELLM_VERSION: \`litellm --num_workers 1\` (uvicorn), LITELLM_LOG=ERROR, num_retries 0."
     echo "Portkey gateway $PORTKEY_VERSION: \`node build/start-server.js --headless\` on Node $(node --version 2>/dev/null || echo '(none)')."
     echo "Upstreams: mock = \`steadfast mock --scenario ok\` (2 worker threads); fixed = \`upstream\` (one thread, a fixed answer)."
-    echo "CPU % is the measured process's user+system time over warm-up and window, in % of one core."
+    echo "CPU % is the measured process group's user+system time over each throughput run (connecting, warm-up, window), in % of one core."
     if ((${#SKIPPED[@]})); then
         echo
         echo "Not measured:"

@@ -42,7 +42,12 @@ impl Error for BadTarget {}
 
 impl Target {
     /// `base` is `http://127.0.0.1:PORT[/prefix]`; `headers` are `Name: value`.
-    pub fn new(base: &str, path: &str, headers: &[String], body: &str) -> Result<Target, BadTarget> {
+    pub fn new(
+        base: &str,
+        path: &str,
+        headers: &[String],
+        body: &str,
+    ) -> Result<Target, BadTarget> {
         let bad = |what: String| BadTarget(what);
         let uri: Uri = base.parse().map_err(|e| bad(format!("{base}: {e}")))?;
         let authority = uri
@@ -74,7 +79,8 @@ impl Target {
     pub fn with_headers(&self, extra: &[String]) -> Result<Target, BadTarget> {
         let mut t = self.clone();
         for h in extra {
-            let h = header(h).ok_or_else(|| BadTarget(format!("{h}: not a `Name: value` header")))?;
+            let h =
+                header(h).ok_or_else(|| BadTarget(format!("{h}: not a `Name: value` header")))?;
             t.headers.push(h);
         }
         Ok(t)

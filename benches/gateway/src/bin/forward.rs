@@ -109,7 +109,10 @@ fn bad_gateway(why: &str) -> Answer {
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.upstream.scheme() != Some(&Scheme::HTTP) || args.upstream.authority().is_none() {
-        eprintln!("forward: --upstream {}: not an http://HOST:PORT URL", args.upstream);
+        eprintln!(
+            "forward: --upstream {}: not an http://HOST:PORT URL",
+            args.upstream
+        );
         return ExitCode::FAILURE;
     }
     let rt = match steadfast_gateway_bench::multi_thread_runtime(args.threads) {

@@ -118,7 +118,8 @@ type Failure = Box<dyn std::error::Error>;
 /// The base target (shared headers) and the measured one (with --url-header too).
 fn targets(r: &RequestArgs, base: &str) -> Result<(Target, Target), Failure> {
     let shared = Target::new(base, &r.path, &r.headers, &r.body)?;
-    let measured = Target::new(&r.url, &r.path, &r.headers, &r.body)?.with_headers(&r.url_headers)?;
+    let measured =
+        Target::new(&r.url, &r.path, &r.headers, &r.body)?.with_headers(&r.url_headers)?;
     Ok((shared, measured))
 }
 
@@ -227,7 +228,10 @@ async fn throughput(a: ThroughputArgs) -> Result<(), Failure> {
     for _ in 0..a.concurrency {
         let mut connection = Connection::new(target.clone());
         connection.open().await?;
-        tasks.push(tokio::spawn(keep_sending(connection, Arc::clone(&counters))));
+        tasks.push(tokio::spawn(keep_sending(
+            connection,
+            Arc::clone(&counters),
+        )));
     }
     tokio::time::sleep(Duration::from_secs_f64(a.warmup_seconds)).await;
     counters.measuring.store(true, Ordering::SeqCst);
