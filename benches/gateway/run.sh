@@ -12,7 +12,7 @@
 #   DURATION=10 WARMUP_SECONDS=2 CONCURRENCY="64 256"   the throughput runs
 #   GATEWAY_THREADS=1        worker threads of the Rust gateways (LiteLLM and Portkey
 #                            run one process, one event loop)
-#   PIN=1                    gateway on CPU 1, upstream and load generator on CPU 0
+#   PIN=0                    1: gateway on CPU 1, upstream and load generator on CPU 0
 #   PORTKEY_VERSION=1.15.2   the @portkey-ai/gateway version installed
 #   LITELLM_SPEC='litellm[proxy]'   what pip installs into the venv (when missing)
 # Everything it writes is under target/gateway-bench/; the table goes to stdout and to
@@ -32,7 +32,7 @@ DURATION=${DURATION:-10}
 WARMUP_SECONDS=${WARMUP_SECONDS:-2}
 CONCURRENCY=${CONCURRENCY:-64 256}
 GATEWAY_THREADS=${GATEWAY_THREADS:-1}
-PIN=${PIN:-1}
+PIN=${PIN:-0}
 PORTKEY_VERSION=${PORTKEY_VERSION:-1.15.2}
 LITELLM_SPEC=${LITELLM_SPEC:-litellm[proxy]}
 
@@ -109,6 +109,8 @@ wait_http() {
     done
     return 1
 }
+
+HZ=$(getconf CLK_TCK)
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -314,7 +316,7 @@ DETAILS=() # the raw figures
 # measure NAME UPSTREAM_KIND URL PID [loadgen header args...]: latency (interleaved with
 # direct requests unless NAME is direct) and throughput; appends the rows.
 measure() {
-    local name=$1 kind=$2 url=$3 pid=$4 lat gw direct c t rps=() errors=0 cpu=() t0 t1 w0 w1 e
+    local name=$1 kind=$2 url=$3 pid=$4 lat gw direct c t rps=() errors=0 cpu=() t0 t1 w0 w1 e pct
     shift 4
     if [[ $name == direct ]]; then
         lat=$(loadgen latency --url "$url" --warmup "$WARMUP" --requests "$REQUESTS" "$@")
@@ -336,11 +338,11 @@ measure() {
         e=$(field "$t" errors)
         errors=$((errors + e))
         rps+=("$(field "$t" rps)")
-        # CPU of the measured process over the whole run (connecting, warm-up, window,
-        # closing), in % of one core.
-        cpu+=("$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ns=$((w1 - w0)) \
-            'BEGIN { printf "%.0f", 100 * d / hz / (ns / 1e9) }')")
-        DETAILS+=("| $name | $kind | throughput | c=$c: $(field "$t" ok) ok, $e errors in $(field "$t" seconds) s |")
+        # CPU time of the measured process group over the whole run (connecting, warm-up,
+        # window, closing): in % of one core, and shared out over the run's successes.
+        pct=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v ns=$((w1 - w0)) 'BEGIN { printf "%.0f", 100 * d / hz / (ns / 1e9) }')
+        cpu+=("$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$(field "$t" all_ok)" 'BEGIN { printf "%.0f", n ? 1e6 * d / hz / n : 0 }')")
+        DETAILS+=("| $name | $kind | throughput | c=$c: $(field "$t" ok) ok, $e errors in $(field "$t" seconds) s; CPU $pct % of a core over the run, ${cpu[-1]} µs per success |")
     done
     local p50 p99 added50 added99
     p50=$(field "$gw" p50_us)
@@ -354,7 +356,7 @@ measure() {
     ROWS+=("| $name | $kind | $p50 | $p99 | $added50 | $added99 | $(join ' | ' "${rps[@]}") | $(join ' / ' "${cpu[@]}") | $errors |")
     DETAILS+=("| $name | $kind | latency | $gw |")
     [[ $name == direct ]] || DETAILS+=("| $name | $kind | latency (its direct) | $direct |")
-    echo "   $name: p50 $p50 µs, p99 $p99 µs (added $added50 / $added99), rps ${rps[*]}, cpu ${cpu[*]} %, errors $errors"
+    echo "   $name: p50 $p50 µs, p99 $p99 µs (added $added50 / $added99), rps ${rps[*]}, CPU ${cpu[*]} µs/req, errors $errors"
 }
 
 # ---------------------------------------------------------------- run
@@ -391,7 +393,7 @@ c_rule=$(for c in $CONCURRENCY; do printf ' ---: |'; done)
     echo "requests interleaved with direct ones; added = gateway − direct of the same run."
     echo "Throughput: $DURATION s after ${WARMUP_SECONDS} s warm-up, one request in flight per connection."
     echo
-    echo "| gateway | upstream | p50 µs | p99 µs | added p50 µs | added p99 µs |$c_heads CPU % ($(echo "$CONCURRENCY" | sed 's/ / \/ /g')) | errors |"
+    echo "| gateway | upstream | p50 µs | p99 µs | added p50 µs | added p99 µs |$c_heads CPU µs/req ($(echo "$CONCURRENCY" | sed 's/ / \/ /g')) | errors |"
     echo "| --- | --- | ---: | ---: | ---: | ---: |$c_rule ---: | ---: |"
     printf '%s\n' "${ROWS[@]}"
     echo
@@ -402,10 +404,10 @@ c_rule=$(for c in $CONCURRENCY; do printf ' ---: |'; done)
         echo "Not pinned; the load generator runs one thread."
     fi
     echo "Rust gateways (forward, steadfast serve): $GATEWAY_THREADS tokio worker thread(s)."
-    echo "LiteLLM $LITELLM_VERSION: \`litellm --num_workers 1\` (uvicorn), LITELLM_LOG=ERROR, num_retries 0."
-    echo "Portkey gateway $PORTKEY_VERSION: \`node build/start-server.js --headless\` on Node $(node --version 2>/dev/null || echo '(none)')."
+    has litellm && echo "LiteLLM $LITELLM_VERSION: \`litellm --num_workers 1\` (uvicorn), LITELLM_LOG=ERROR, num_retries 0, no master key."
+    has portkey && echo "Portkey gateway $PORTKEY_VERSION: \`node build/start-server.js --headless\` on Node $(node --version)."
     echo "Upstreams: mock = \`steadfast mock --scenario ok\` (2 worker threads); fixed = \`upstream\` (one thread, a fixed answer)."
-    echo "CPU % is the measured process group's user+system time over each throughput run (connecting, warm-up, window), in % of one core."
+    echo "CPU µs/req: the measured process group's user+system time over each throughput run, divided by the run's successes (warm-up included): what one request costs it, whatever share of the machine it got."
     if ((${#SKIPPED[@]})); then
         echo
         echo "Not measured:"
