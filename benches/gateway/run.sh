@@ -68,6 +68,9 @@ fi
 start() {
     local name=$1
     shift
+    # Removed here, not by the redirection below: that runs in the child, after
+    # first_line may already have read the last run's line.
+    rm -f "$LOGS/$name.out" "$LOGS/$name.err"
     setsid "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" </dev/null &
     STARTED=$!
     PIDS+=("$STARTED")
