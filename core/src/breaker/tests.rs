@@ -1057,3 +1057,5 @@ mod serde_tests {
         assert_eq!(read.open_for, secs(2));
     }
 }
+
+mod modes;
