@@ -479,3 +479,5 @@ fn throttled_retries_do_not_drain_the_budget_but_blind_ones_do() {
     };
     assert_eq!((g.reason, g.attempts), (GiveUpReason::BudgetExhausted, 1));
 }
+
+mod control;

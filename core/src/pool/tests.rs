@@ -163,8 +163,14 @@ fn an_operator_disable_takes_a_key_out_until_enabled() {
     };
     assert_eq!(p.key_state(ms(3), k0), Some(operator));
     assert_eq!(p.pick_key(ms(10_000), ep(0)), KeyPick::NoUsableKey);
-    assert_eq!(p.disable_key(ms(3), Target::new(0, 2)), Err(UsageError::UnknownId));
-    assert_eq!(p.disable_key(ms(3), Target::new(1, 0)), Err(UsageError::UnknownId));
+    assert_eq!(
+        p.disable_key(ms(3), Target::new(0, 2)),
+        Err(UsageError::UnknownId)
+    );
+    assert_eq!(
+        p.disable_key(ms(3), Target::new(1, 0)),
+        Err(UsageError::UnknownId)
+    );
     p.enable_key(ms(10_001), k0).unwrap();
     assert_eq!(p.pick_key(ms(10_001), ep(0)), key(0));
     assert_eq!(

@@ -15,7 +15,10 @@ fn report(f: &mut Fixture, at: Timestamp, input: BreakerInput, period: Option<u3
 #[test]
 fn forced_open_denies_every_call_and_ignores_results_until_the_mode_changes() {
     let mut f = Fixture::new(exact());
-    assert_eq!(f.b.set_mode(ms(10), BreakerMode::ForcedOpen), BreakerMode::Auto);
+    assert_eq!(
+        f.b.set_mode(ms(10), BreakerMode::ForcedOpen),
+        BreakerMode::Auto
+    );
     assert_eq!(f.b.mode(), BreakerMode::ForcedOpen);
     for i in 10..100 {
         // No lift instant is known: the denial names a recheck `open_for` away.
@@ -28,7 +31,10 @@ fn forced_open_denies_every_call_and_ignores_results_until_the_mode_changes() {
     assert_eq!((f.b.trips(), f.b.counts()), (0, WindowCounts::default()));
     assert_eq!(f.b.poll_timeout(), None);
     assert!(f.events().is_empty());
-    assert_eq!(f.b.set_mode(ms(100), BreakerMode::Auto), BreakerMode::ForcedOpen);
+    assert_eq!(
+        f.b.set_mode(ms(100), BreakerMode::Auto),
+        BreakerMode::ForcedOpen
+    );
     assert_eq!(f.b.permit(ms(100)), Permit::Allow);
 }
 
@@ -46,7 +52,10 @@ fn forced_open_sends_no_probe_and_freezes_an_open_breaker() {
     f.b.set_mode(ms(9000), BreakerMode::Auto);
     assert_eq!(f.b.poll_timeout(), Some(ms(5000)));
     assert_eq!(f.b.permit(ms(9000)), Permit::Probe);
-    assert_eq!(f.events(), [ev(ms(9000), StateKind::Open, StateKind::HalfOpen)]);
+    assert_eq!(
+        f.events(),
+        [ev(ms(9000), StateKind::Open, StateKind::HalfOpen)]
+    );
 }
 
 #[test]
@@ -130,7 +139,10 @@ fn reset_from_open_closes_and_forgets_the_growth() {
     assert_eq!(f.b.state(), BreakerState::Closed);
     assert_eq!(f.b.counts(), WindowCounts::default());
     assert_eq!(f.b.permit(ms(6000)), Permit::Allow);
-    assert_eq!(f.events(), [ev(ms(6000), StateKind::Open, StateKind::Closed)]);
+    assert_eq!(
+        f.events(),
+        [ev(ms(6000), StateKind::Open, StateKind::Closed)]
+    );
     // The next trip opens for `open_for` again, not the grown 20 s.
     f.trip(ms(7000));
     assert_eq!(f.b.state(), BreakerState::Open { until: ms(12_000) });
@@ -206,7 +218,11 @@ fn validate_refuses_a_mode_that_contradicts_enabled() {
         assert_eq!(c.validate(), want, "{mode}");
         let on = BreakerConfig { mode, ..c };
         assert_eq!(
-            BreakerConfig { enabled: true, ..on }.validate(),
+            BreakerConfig {
+                enabled: true,
+                ..on
+            }
+            .validate(),
             Ok(()),
             "{mode}"
         );
