@@ -114,7 +114,7 @@ impl Relay {
                 Some(Err(e)) => {
                     let kind = match &e {
                         steadfast_reqwest::StreamError::Interrupted {
-                            cause: Interruption::Timeout,
+                            cause: Interruption::Timeout | Interruption::Stalled,
                             ..
                         } => ApiErrorKind::Timeout,
                         _ => ApiErrorKind::Server,
