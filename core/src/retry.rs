@@ -16,7 +16,7 @@ use crate::classify::{Failure, Scope, Verdict};
 use crate::error::UsageError;
 use crate::hints::Hints;
 use crate::idempotency::IdempotencyKey;
-use crate::ids::{AttemptId, EndpointId, Target};
+use crate::ids::{AttemptId, EndpointId, EndpointSet, Target};
 use crate::outcome::{Outcome, Phase, Transport, TransportKind};
 use crate::ring::Ring;
 use crate::time::{Monotonic, Timestamp};
@@ -225,7 +225,7 @@ pub struct Call {
     backoff: Backoff,
     key: IdempotencyKey,
     tokens: u64,
-    only: Option<EndpointId>,
+    only: Option<EndpointSet>,
     deadline: Timestamp,
     attempts: u32,
     last_failure: Option<Failure>,
@@ -295,7 +295,15 @@ impl Call {
     /// [`EndpointSpec::standby`](crate::engine::EndpointSpec::standby)).
     #[must_use]
     pub fn restricted_to(mut self, endpoint: EndpointId) -> Call {
-        self.only = Some(endpoint);
+        self.only = Some(EndpointSet::one(endpoint));
+        self
+    }
+
+    /// The same call restricted to `endpoints`: every attempt goes to one of them (in
+    /// the pool's order), even to an endpoint on standby, and never elsewhere.
+    #[must_use]
+    pub fn restricted_to_set(mut self, endpoints: EndpointSet) -> Call {
+        self.only = Some(endpoints);
         self
     }
 

@@ -1,5 +1,6 @@
 //! The library behind the `steadfast` command: the subcommands (`batch`, `mock`,
-//! `sim`), the batch runner, its input parser and its durable files.
+//! `serve`, `sim`), the batch runner, its input parser and its durable files, and the
+//! gateway.
 //!
 //! [`input::parse_line`] is the pure JSONL line reader `steadfast batch` uses; fuzz
 //! targets call it directly.
@@ -10,4 +11,5 @@ pub mod batch;
 pub mod cli;
 pub mod config;
 pub mod input;
+pub mod serve;
 pub mod signal;

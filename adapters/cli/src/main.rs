@@ -19,6 +19,8 @@ enum Command {
     Batch(cli::batch::BatchArgs),
     /// Serve the fault-injecting mock API on 127.0.0.1 until interrupted.
     Mock(cli::mock::MockArgs),
+    /// Serve an OpenAI- and Anthropic-compatible gateway that makes every request survive.
+    Serve(cli::serve::ServeArgs),
     /// Simulate a policy against a fault scenario in virtual time.
     Sim(cli::sim::SimArgs),
 }
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     match args.command {
         Command::Batch(a) => ExitCode::from(cli::batch::run(&a)),
         Command::Mock(a) => ExitCode::from(cli::mock::run(&a)),
+        Command::Serve(a) => ExitCode::from(cli::serve::run(&a)),
         Command::Sim(a) => match cli::sim::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -106,6 +106,7 @@ pub use steadfast_core::budget::BudgetConfig;
 pub use steadfast_core::classify::ClassifyConfig;
 pub use steadfast_core::health::{HealthConfig, SlaTargets};
 pub use steadfast_core::idempotency::StoreConfig;
+pub use steadfast_core::ids::{EndpointId, EndpointSet};
 pub use steadfast_core::limiter::LimiterConfig;
 pub use steadfast_core::policy::{Policy, Preset};
 pub use steadfast_core::retry::RetryConfig;

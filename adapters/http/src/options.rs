@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
+use steadfast_core::ids::EndpointSet;
 use steadfast_core::retry::RetryConfig;
 
 /// Changes to the policy's retry rules; each `None` keeps the policy's value.
@@ -79,6 +80,10 @@ pub struct CallOptions {
     /// the same key, so a resubmission is recognised (and the `Stored` fallback can
     /// answer with its last result).
     pub idempotency_key: Option<String>,
+    /// The endpoints the call may use (a gateway's route); `None`: every endpoint not
+    /// on standby. Attempts go to them in the pool's order, and failover stays among
+    /// them.
+    pub endpoints: Option<EndpointSet>,
 }
 
 impl CallOptions {
@@ -122,6 +127,13 @@ impl CallOptions {
         if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             self.headers.append(n, v);
         }
+        self
+    }
+
+    /// Restricts the call to `endpoints` (see [`CallOptions::endpoints`]).
+    #[must_use]
+    pub fn only_endpoints(mut self, endpoints: EndpointSet) -> CallOptions {
+        self.endpoints = Some(endpoints);
         self
     }
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
-use steadfast_core::ids::{EndpointId, Target};
+use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::outcome::{Outcome, Transport};
 use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp, RetryConfig};
 use steadfast_core::time::Timestamp;
@@ -139,21 +139,20 @@ impl<'c, E> Session<'c, E> {
         request: &'c Value,
         stream: bool,
     ) -> Session<'c, E> {
-        Session::start(
-            shared,
-            now,
-            request,
-            stream,
+        let opening = Opening {
             business_id,
-            None,
-            HeaderMap::new(),
-        )
+            retry: None,
+            extra: HeaderMap::new(),
+            only: None,
+        };
+        Session::start(shared, now, request, stream, opening)
     }
 
     /// Starts a call of `request` with the caller's [`CallOptions`]: its own
-    /// attempts, timeout and deadline, extra headers, and the business id its
-    /// idempotency key is derived from. Options that break the policy's rules refuse
-    /// the call before any attempt ([`CallError::request`] names the field).
+    /// attempts, timeout and deadline, extra headers, the business id its
+    /// idempotency key is derived from, and the endpoints it may use. Options that
+    /// break the policy's rules refuse the call before any attempt
+    /// ([`CallError::request`] names the field).
     pub fn with_options(
         shared: &'c Shared,
         now: Timestamp,
@@ -163,10 +162,13 @@ impl<'c, E> Session<'c, E> {
     ) -> Session<'c, E> {
         let retry = options.retry.apply(&shared.policy.retry);
         let invalid = retry.validate().err();
-        let retry = (!options.retry.is_empty() && invalid.is_none()).then_some(retry);
-        let id = options.idempotency_key.as_deref().map(str::as_bytes);
-        let extra = options.headers.clone();
-        let mut s = Session::start(shared, now, request, stream, id, retry, extra);
+        let opening = Opening {
+            business_id: options.idempotency_key.as_deref().map(str::as_bytes),
+            retry: (!options.retry.is_empty() && invalid.is_none()).then_some(retry),
+            extra: options.headers.clone(),
+            only: options.endpoints,
+        };
+        let mut s = Session::start(shared, now, request, stream, opening);
         if let Some(e) = invalid {
             s.refused = Some(RequestError::Options(e));
         }
@@ -178,16 +180,20 @@ impl<'c, E> Session<'c, E> {
         now: Timestamp,
         request: &'c Value,
         stream: bool,
-        business_id: Option<&'c [u8]>,
-        retry: Option<RetryConfig>,
-        extra: HeaderMap,
+        opening: Opening<'c>,
     ) -> Session<'c, E> {
+        let Opening {
+            business_id,
+            retry,
+            extra,
+            only,
+        } = opening;
         let first = Start {
             request,
             stream,
             business_id,
             retry: retry.as_ref(),
-            only: None,
+            only,
         };
         let mut s = Session {
             shared,
@@ -213,7 +219,7 @@ impl<'c, E> Session<'c, E> {
             finish: None,
             chain: Chain::new(),
         };
-        if shared.translates() {
+        if shared.translates(only) {
             match chat::to_anthropic(request) {
                 Ok(body) => s.translated = Some(body),
                 Err(e) => s.refused = Some(RequestError::Untranslatable(e)),
@@ -302,7 +308,7 @@ impl<'c, E> Session<'c, E> {
             stream: self.stream,
             business_id: self.business_id,
             retry: self.retry.as_ref(),
-            only: Some(endpoint),
+            only: Some(EndpointSet::one(endpoint)),
         };
         self.call = next.call(self.shared, now);
         self.in_flight = None;
@@ -563,8 +569,17 @@ struct Start<'a> {
     stream: bool,
     business_id: Option<&'a [u8]>,
     retry: Option<&'a RetryConfig>,
-    /// The standby endpoint a fallback call is restricted to.
-    only: Option<EndpointId>,
+    /// The endpoints the call may use (the caller's choice, or the standby endpoint
+    /// of a fallback call).
+    only: Option<EndpointSet>,
+}
+
+/// What a call starts with besides its request.
+struct Opening<'a> {
+    business_id: Option<&'a [u8]>,
+    retry: Option<RetryConfig>,
+    extra: HeaderMap,
+    only: Option<EndpointSet>,
 }
 
 impl Start<'_> {
@@ -575,8 +590,8 @@ impl Start<'_> {
             Some(retry) => e.start_call_with(now, retry, id),
             None => e.start_call(now, id),
         });
-        if let Some(endpoint) = self.only {
-            call = call.restricted_to(endpoint);
+        if let Some(only) = self.only {
+            call = call.restricted_to_set(only);
         }
         if shared.estimate_tokens {
             let len = body::prepare(self.request, None, self.stream).len();

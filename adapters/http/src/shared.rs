@@ -7,7 +7,7 @@ use http::HeaderMap;
 use serde_json::Value;
 use steadfast_core::engine::{Engine, EngineEvent};
 use steadfast_core::idempotency::{Begin, IdempotencyKey, IdempotencyStore, MemoryStore};
-use steadfast_core::ids::{EndpointId, Target};
+use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
@@ -209,13 +209,21 @@ impl Shared {
         self.canonical
     }
 
-    /// Whether a canonical call's body must be translated for some endpoint.
-    pub(crate) fn translates(&self) -> bool {
+    /// Whether a canonical call's body must be translated for some endpoint it may
+    /// use: one of `only` (any, when `None`) or a fallback's.
+    pub(crate) fn translates(&self, only: Option<EndpointSet>) -> bool {
+        let usable = |id: EndpointId| {
+            only.is_none_or(|set| set.contains(id))
+                || self
+                    .fallbacks
+                    .iter()
+                    .any(|f| matches!(f, FallbackSlot::Endpoint(e) if *e == id))
+        };
         self.canonical
-            && self
-                .endpoints
-                .iter()
-                .any(|e| e.provider == Provider::Anthropic)
+            && (0..self.endpoints.len()).any(|i| {
+                let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+                usable(id) && self.provider(id) == Provider::Anthropic
+            })
     }
 
     /// Whether a canonical call's exchange with `endpoint` is translated.

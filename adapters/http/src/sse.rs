@@ -29,6 +29,30 @@ impl SseEvent {
     pub fn json(&self) -> Option<Value> {
         serde_json::from_str(&self.data).ok()
     }
+
+    /// The event as it goes on the wire: its `event:` and `id:` fields, one `data:`
+    /// line per line of data, and the blank line that ends it. [`SseParser`] reads it
+    /// back as the same event.
+    pub fn to_wire(&self) -> String {
+        let mut out = String::with_capacity(self.data.len() + 32);
+        if let Some(name) = &self.event {
+            out.push_str("event: ");
+            out.push_str(name);
+            out.push('\n');
+        }
+        if let Some(id) = &self.id {
+            out.push_str("id: ");
+            out.push_str(id);
+            out.push('\n');
+        }
+        for line in self.data.split('\n') {
+            out.push_str("data: ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+        out
+    }
 }
 
 /// An incremental SSE parser: feed it bytes as they arrive, in pieces of any size,

@@ -117,3 +117,29 @@ fn garbage_is_an_interruption_not_a_panic() {
     ]);
     assert_eq!(p.next_event().unwrap().data, "\u{fffd}");
 }
+
+#[test]
+fn an_event_on_the_wire_parses_back_to_itself() {
+    let events = [
+        SseEvent {
+            event: Some("content_block_delta".into()),
+            data: "{\"a\":1}".into(),
+            id: None,
+        },
+        SseEvent {
+            event: None,
+            data: "two\nlines".into(),
+            id: Some("7".into()),
+        },
+        SseEvent {
+            event: None,
+            data: "[DONE]".into(),
+            id: None,
+        },
+    ];
+    let wire: String = events.iter().map(SseEvent::to_wire).collect();
+    let mut p = SseParser::new();
+    p.push(wire.as_bytes());
+    let back: Vec<SseEvent> = std::iter::from_fn(|| p.next_event()).collect();
+    assert_eq!(back, events);
+}

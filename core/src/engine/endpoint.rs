@@ -42,7 +42,9 @@ impl EndpointState {
     /// Whether a call may use this endpoint: only the endpoint it is restricted to, or
     /// any endpoint not on standby.
     pub fn serves(&self, endpoint: EndpointId, query: &Query) -> bool {
-        query.only.map_or(!self.standby, |only| only == endpoint)
+        query
+            .only
+            .map_or(!self.standby, |only| only.contains(endpoint))
     }
 
     /// Whether a holding call still waits for this endpoint at `now`: it has not been

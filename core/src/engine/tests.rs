@@ -5,6 +5,7 @@ use core::time::Duration;
 
 use super::*;
 use crate::classify::ErrorFacts;
+use crate::ids::EndpointSet;
 use crate::outcome::{Outcome, Response};
 use crate::pool::DisableReason;
 use crate::retry::{Decision, Finish, GiveUpReason};
@@ -478,4 +479,43 @@ fn throttled_retries_do_not_drain_the_budget_but_blind_ones_do() {
         panic!("{f:?}")
     };
     assert_eq!((g.reason, g.attempts), (GiveUpReason::BudgetExhausted, 1));
+}
+
+#[test]
+fn a_call_restricted_to_a_set_fails_over_within_it_and_never_leaves_it() {
+    // Endpoint 0 is the pool's first choice; the set names 1 (failing) and 2.
+    let specs = [
+        EndpointSpec::new(0, 1),
+        EndpointSpec::new(1, 1),
+        EndpointSpec::new(2, 1),
+    ];
+    let engine = Engine::new(exact(), &specs, seed(3)).unwrap();
+    let mut d = Driver::new(engine, |_: Timestamp, t: Target| match t.endpoint.0 {
+        1 => down(),
+        _ => ok(),
+    });
+    let set = EndpointSet::of([EndpointId(1), EndpointId(2)]).unwrap();
+    let mut now = at(0);
+    let mut call = d.engine.start_call(now, None).restricted_to_set(set);
+    let mut went = Vec::new();
+    let finish = loop {
+        match call.poll_decision(now, &mut d.engine) {
+            Decision::Send(a) => {
+                went.push(a.target.endpoint.0);
+                let (o, latency) = (d.upstream)(now, a.target);
+                now = now + latency;
+                call.on_outcome(now, a.id, o).unwrap();
+            }
+            Decision::Wait(until) => now = until,
+            Decision::Done(f) => break f,
+        }
+    };
+    assert!(finish.is_success(), "{finish:?} after {went:?}");
+    assert_eq!(
+        went.first(),
+        Some(&1),
+        "the set's first endpoint by priority"
+    );
+    assert_eq!(went.last(), Some(&2), "failed over within the set");
+    assert!(!went.contains(&0), "never outside the set: {went:?}");
 }

@@ -12,7 +12,7 @@ use rand_core::Rng;
 use super::GiveUpReason;
 use crate::classify::{ClassifyConfig, Scope, Verdict};
 use crate::hints::Hints;
-use crate::ids::{EndpointId, Target};
+use crate::ids::{EndpointId, EndpointSet, Target};
 use crate::time::Timestamp;
 
 /// What a gate is asked before each attempt.
@@ -29,9 +29,9 @@ pub struct Query {
     pub hold: bool,
     /// A holding call stops holding for an endpoint failing for longer than this.
     pub max_hold: Duration,
-    /// The one endpoint the call may use (a fallback call on a standby endpoint);
-    /// `None`: any endpoint that is not on standby.
-    pub only: Option<EndpointId>,
+    /// The endpoints the call may use (a fallback call on a standby endpoint, a
+    /// route); `None`: any endpoint that is not on standby.
+    pub only: Option<EndpointSet>,
     /// The call's deadline: a rate-limit slot is reserved only before it.
     pub deadline: Timestamp,
     /// The longest the attempt may take once sent (its timeout, or for a stream its

@@ -118,51 +118,57 @@ pub fn load(path: &Path) -> Result<BatchFile, FileError> {
 
 /// Parses the file's text.
 pub fn from_toml(text: &str) -> Result<BatchFile, FileError> {
-    let parse = |e: toml::de::Error| {
-        FileError::Policy(PolicyFileError::Parse {
-            message: e.to_string(),
-        })
-    };
-    let mut table: toml::Table = toml::from_str(text).map_err(parse)?;
-    let Some(raw) = table.remove("endpoint") else {
-        let policy =
-            policy_from_toml_based(text, Preset::Batch, Policy::from).map_err(FileError::Policy)?;
-        return Ok(BatchFile {
-            policy,
-            endpoints: Vec::new(),
-        });
-    };
-    let toml::Value::Array(items) = raw else {
-        return Err(FileError::Policy(PolicyFileError::Parse {
-            message: "endpoint: expected [[endpoint]] tables".to_owned(),
-        }));
-    };
-    let mut endpoints = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let e: EndpointEntry =
-            item.try_into()
-                .map_err(|e: toml::de::Error| FileError::Endpoint {
-                    index: i + 1,
-                    message: e.to_string(),
-                })?;
-        endpoints.push(e);
+    from_toml_with(text, Preset::Batch, &[]).map(|(file, _)| file)
+}
+
+/// Parses a file that also holds the top-level tables named in `own` (a subcommand's
+/// own sections, such as `serve`'s `[gateway]` and `[[route]]`): they are returned,
+/// untouched, beside the policy (on top of `default` unless the file names a preset)
+/// and the endpoints.
+pub fn from_toml_with(
+    text: &str,
+    default: Preset,
+    own: &[&str],
+) -> Result<(BatchFile, toml::Table), FileError> {
+    let parse = |message: String| FileError::Policy(PolicyFileError::Parse { message });
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let mut taken = toml::Table::new();
+    for name in own {
+        if let Some(v) = table.remove(*name) {
+            taken.insert((*name).to_owned(), v);
+        }
     }
-    // Parse the policy from the text with the endpoint tables commented out, so that
+    let endpoints = match table.remove("endpoint") {
+        None => Vec::new(),
+        Some(toml::Value::Array(items)) => endpoint_entries(items)?,
+        Some(_) => return Err(parse("endpoint: expected [[endpoint]] tables".to_owned())),
+    };
+    // Parse the policy from the text with the other tables commented out, so that
     // its errors keep their line numbers; fall back to the table for inline forms.
-    let blanked = blank_section(text, "endpoint");
-    let still = toml::from_str::<toml::Table>(&blanked).is_ok_and(|t| t.contains_key("endpoint"));
-    let policy_text = if still {
-        toml::to_string(&table).map_err(|e| {
-            FileError::Policy(PolicyFileError::Parse {
+    let mut blanked = text.to_owned();
+    for name in own.iter().copied().chain(["endpoint"]) {
+        blanked = blank_section(&blanked, name);
+    }
+    let still = toml::from_str::<toml::Table>(&blanked)
+        .is_ok_and(|t| own.iter().chain(&["endpoint"]).any(|n| t.contains_key(*n)));
+    let policy_text = match still {
+        true => toml::to_string(&table).map_err(|e| parse(e.to_string()))?,
+        false => blanked,
+    };
+    let policy =
+        policy_from_toml_based(&policy_text, default, Policy::from).map_err(FileError::Policy)?;
+    Ok((BatchFile { policy, endpoints }, taken))
+}
+
+fn endpoint_entries(items: Vec<toml::Value>) -> Result<Vec<EndpointEntry>, FileError> {
+    let entry = |(i, item): (usize, toml::Value)| {
+        item.try_into()
+            .map_err(|e: toml::de::Error| FileError::Endpoint {
+                index: i + 1,
                 message: e.to_string(),
             })
-        })?
-    } else {
-        blanked
     };
-    let policy = policy_from_toml_based(&policy_text, Preset::Batch, Policy::from)
-        .map_err(FileError::Policy)?;
-    Ok(BatchFile { policy, endpoints })
+    items.into_iter().enumerate().map(entry).collect()
 }
 
 /// `text` with every table headed `[name]`, `[name.*]`, `[[name]]` or `[[name.*]]`

@@ -7,6 +7,7 @@ use steadfast_upstream::{Scenario, builtin};
 
 pub mod batch;
 pub mod mock;
+pub mod serve;
 pub mod sim;
 
 /// Reads a human duration flag (`500ms`, `2s`, `1m30s`).

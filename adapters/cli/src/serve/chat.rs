@@ -1,0 +1,217 @@
+//! `POST /v1/chat/completions` and `POST /v1/messages`: read the request, find its
+//! route, join its idempotency key's flight, and run it through the client — whole, or
+//! as a stream whose first byte goes out only once the first event is in hand.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use steadfast_http::chat::{self, ApiErrorKind};
+use steadfast_http::{CallOptions, Provider, Reply};
+use tokio::time::Instant;
+
+use super::Gateway;
+use super::auth::Caller;
+use super::flight::{FlightKey, Flights, Join, Lead};
+use super::reply::{Answer, Body, GaveUp};
+use super::stream;
+
+/// The header OpenAI's SDKs send with their own timeout, in seconds.
+const SDK_TIMEOUT: &str = "x-stainless-timeout";
+
+/// A chat request, read and routed.
+pub struct Chat {
+    /// The API the client speaks (its request, answer and errors).
+    pub shape: Provider,
+    /// The request in the canonical (OpenAI) shape.
+    pub canonical: Value,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// The call's options: its route, idempotency key and deadline.
+    pub options: CallOptions,
+    /// When the request arrived.
+    pub arrived: Instant,
+}
+
+/// Serves one chat request of `shape` on `path`.
+pub async fn serve(
+    gw: Arc<Gateway>,
+    shape: Provider,
+    path: &'static str,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Incoming,
+) -> Response<Body> {
+    let arrived = Instant::now();
+    let chat = match read(&gw, shape, &headers, body, arrived).await {
+        Ok(chat) => chat,
+        Err(refusal) => return refusal,
+    };
+    let Some(key) = chat.options.idempotency_key.clone() else {
+        return run(&gw, chat, None).await;
+    };
+    let flight = FlightKey {
+        caller: match caller {
+            Caller::Anyone => None,
+            Caller::Key(i) => Some(i),
+        },
+        path,
+        key,
+    };
+    loop {
+        match gw.flights.join(flight.clone()) {
+            Join::Lead(lead) => return run(&gw, chat, Some(lead)).await,
+            Join::Replay(done) => {
+                gw.metrics.on_replayed();
+                return replayed(&done, "stored");
+            }
+            Join::Follow(slot) => {
+                gw.metrics.on_joined();
+                if let Some(done) = Flights::wait(slot).await {
+                    return replayed(&done, "joined");
+                }
+            }
+        }
+    }
+}
+
+/// An answer sent again: `how` says whether it was stored or shared in flight.
+fn replayed(answer: &Answer, how: &'static str) -> Response<Body> {
+    let mut r = answer.to_response();
+    r.headers_mut()
+        .insert("x-steadfast-replayed", HeaderValue::from_static(how));
+    r
+}
+
+/// Reads, checks and routes the request; a refusal is the response to send.
+async fn read(
+    gw: &Gateway,
+    shape: Provider,
+    headers: &HeaderMap,
+    body: Incoming,
+    arrived: Instant,
+) -> Result<Chat, Response<Body>> {
+    let limit = usize::try_from(gw.config.max_request_body).unwrap_or(usize::MAX);
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            let m = format!("the request body is over {limit} bytes");
+            return Err(refuse(shape, ApiErrorKind::RequestTooLarge, m));
+        }
+        Err(e) => {
+            let m = format!("the request body could not be read: {e}");
+            return Err(refuse(shape, ApiErrorKind::InvalidRequest, m));
+        }
+    };
+    let invalid = |m: String| refuse(shape, ApiErrorKind::InvalidRequest, m);
+    let request: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        invalid(format!(
+            "We could not parse the JSON body of your request ({e})."
+        ))
+    })?;
+    if !request.is_object() {
+        return Err(invalid("the request body must be a JSON object".into()));
+    }
+    let canonical = match shape {
+        Provider::OpenAi => request,
+        Provider::Anthropic => chat::from_anthropic_request(&request)
+            .map_err(|e| invalid(format!("{}: {e}", e.field())))?,
+    };
+    let model = match canonical.get("model") {
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        _ => return Err(invalid("model: a model name is required".into())),
+    };
+    let Some(route) = gw.routes.resolve(&model) else {
+        let m = format!("The model `{model}` does not exist or you do not have access to it.");
+        return Err(refuse(shape, ApiErrorKind::NotFound, m));
+    };
+    let mut options = CallOptions::new().only_endpoints(route);
+    if let Some(key) = header_text(headers, "idempotency-key") {
+        options = options.idempotency_key(key);
+    }
+    if let Some(timeout) = header_text(headers, SDK_TIMEOUT).and_then(seconds) {
+        options = options.deadline(timeout);
+    }
+    Ok(Chat {
+        shape,
+        stream: canonical.get("stream") == Some(&Value::Bool(true)),
+        canonical,
+        options,
+        arrived,
+    })
+}
+
+fn refuse(shape: Provider, kind: ApiErrorKind, message: String) -> Response<Body> {
+    Answer::error(shape, kind, message).to_response()
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    let v = headers.get(name)?.to_str().ok()?.trim();
+    (!v.is_empty() && v.len() <= 255).then(|| v.to_owned())
+}
+
+/// A positive number of seconds, at most a day.
+fn seconds(text: String) -> Option<Duration> {
+    let s: f64 = text.parse().ok()?;
+    (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s.min(86_400.0)))
+}
+
+/// Runs the call; `lead` receives its answer for the requests waiting on its key.
+async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
+    if chat.stream {
+        return stream::run(gw, chat, lead).await;
+    }
+    let call = gw.client.chat_with_options(&chat.canonical, &chat.options);
+    let result = tokio::select! {
+        r = call => Some(r),
+        () = gw.ending() => None,
+    };
+    let (answer, keep) = match result {
+        None => (ending_answer(chat.shape), false),
+        Some(Ok(reply)) => success(gw, chat.shape, &reply),
+        Some(Err(e)) => {
+            let gave_up = GaveUp::of(chat.shape, &e, gw.client.now());
+            (gave_up.answer(chat.shape), false)
+        }
+    };
+    gw.metrics.on_operation(chat.arrived.elapsed());
+    let response = answer.to_response();
+    if let Some(lead) = lead {
+        lead.finish(answer, keep);
+    }
+    response
+}
+
+/// The answer to a request cut short by the gateway's shutdown.
+pub fn ending_answer(shape: Provider) -> Answer {
+    let m = "the gateway is shutting down; send the request again";
+    Answer::error(shape, ApiErrorKind::Overloaded, m).with_header("retry-after", "1")
+}
+
+/// A whole answer in the client's shape, with the attempts and the endpoint it took;
+/// and whether to keep it for replay (a real success, not a fallback's).
+fn success(gw: &Gateway, shape: Provider, reply: &Reply) -> (Answer, bool) {
+    if let Some(u) = reply.usage() {
+        gw.metrics.on_usage(u.input_tokens, u.output_tokens);
+    }
+    let body = match shape {
+        Provider::OpenAi => Ok(reply.body.clone()),
+        Provider::Anthropic => chat::to_anthropic_response(&reply.body),
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let m = format!("the answer cannot be given in this API's shape: {e}");
+            return (Answer::error(shape, ApiErrorKind::Server, m), false);
+        }
+    };
+    let mut answer = Answer::json(StatusCode::OK, &body)
+        .with_header("x-steadfast-attempts", reply.attempts.to_string());
+    if let Some(s) = reply.served_by() {
+        answer = answer.with_header("x-steadfast-endpoint", s.endpoint.clone());
+    }
+    (answer, reply.degraded.is_none())
+}

@@ -1,0 +1,119 @@
+//! One request: its route by method and path, the gateway key, and the response
+//! counted by path and status.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use steadfast_http::Provider;
+use steadfast_http::chat::ApiErrorKind;
+
+use super::reply::{Answer, Body};
+use super::{Gateway, admin, chat};
+
+/// Serves `req`.
+pub async fn handle(
+    gw: Arc<Gateway>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let path = known_path(req.uri().path());
+    let response = route(&gw, path, req).await;
+    gw.metrics.on_response(path, response.status().as_u16());
+    Ok(response)
+}
+
+/// The path as counted (unknown paths are one label, so clients cannot grow the
+/// metrics without bound).
+fn known_path(path: &str) -> &'static str {
+    match path {
+        "/v1/chat/completions" => "/v1/chat/completions",
+        "/v1/messages" => "/v1/messages",
+        "/v1/models" => "/v1/models",
+        "/healthz" => "/healthz",
+        "/metrics" => "/metrics",
+        p if p.starts_with(admin::PREFIX) => admin::PREFIX,
+        _ => "other",
+    }
+}
+
+/// The API a path belongs to, for the shape of its errors.
+fn shape_of(path: &str, req: &Request<Incoming>) -> Provider {
+    if path == "/v1/messages" || req.headers().contains_key("anthropic-version") {
+        Provider::Anthropic
+    } else {
+        Provider::OpenAi
+    }
+}
+
+async fn route(gw: &Arc<Gateway>, path: &'static str, req: Request<Incoming>) -> Response<Body> {
+    let shape = shape_of(path, &req);
+    let method = req.method().clone();
+    match (path, &method) {
+        ("/healthz", &Method::GET) => {
+            return Answer::json(StatusCode::OK, &json!({"status": "ok"})).to_response();
+        }
+        ("/metrics", &Method::GET) => {
+            let text = gw.metrics.render(gw.client.shared(), gw.client.now());
+            return Answer {
+                status: StatusCode::OK,
+                content_type: "text/plain; version=0.0.4",
+                headers: Vec::new(),
+                body: text.into(),
+            }
+            .to_response();
+        }
+        _ => {}
+    }
+    let Some(caller) = gw.keys.check(req.headers()) else {
+        let m = "Incorrect API key provided: the gateway takes its own keys \
+                 (Authorization: Bearer KEY or x-api-key: KEY).";
+        return Answer::error(shape, ApiErrorKind::Authentication, m).to_response();
+    };
+    match (path, method) {
+        ("/v1/chat/completions", Method::POST) | ("/v1/messages", Method::POST) => {
+            let (parts, body) = req.into_parts();
+            chat::serve(Arc::clone(gw), shape, path, caller, parts.headers, body).await
+        }
+        ("/v1/models", Method::GET) => models(gw, shape).to_response(),
+        (admin::PREFIX, _) => admin::handle(gw, req).await,
+        ("other", _) => {
+            let m = format!("Unknown request URL: {}.", req.uri().path());
+            Answer::error(shape, ApiErrorKind::NotFound, m).to_response()
+        }
+        (_, m) => {
+            let text = format!("Method {m} is not allowed on {path}.");
+            let mut a = Answer::error(shape, ApiErrorKind::InvalidRequest, text);
+            a.status = StatusCode::METHOD_NOT_ALLOWED;
+            a.to_response()
+        }
+    }
+}
+
+/// `GET /v1/models`: the model names clients may ask for, in the shape of the API
+/// asking (Anthropic's when the request carries `anthropic-version`).
+fn models(gw: &Gateway, shape: Provider) -> Answer {
+    let names: Vec<&str> = gw.routes.models().collect();
+    let body = match shape {
+        Provider::OpenAi => {
+            let data: Vec<Value> = names
+                .iter()
+                .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "steadfast"}))
+                .collect();
+            json!({"object": "list", "data": data})
+        }
+        Provider::Anthropic => {
+            let data: Vec<Value> = names
+                .iter()
+                .map(|id| {
+                    json!({"type": "model", "id": id, "display_name": id,
+                           "created_at": "1970-01-01T00:00:00Z"})
+                })
+                .collect();
+            json!({"data": data, "has_more": false,
+                   "first_id": names.first(), "last_id": names.last()})
+        }
+    };
+    Answer::json(StatusCode::OK, &body)
+}

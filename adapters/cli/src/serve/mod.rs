@@ -1,0 +1,117 @@
+//! `steadfast serve`: an OpenAI- and Anthropic-compatible gateway on loopback that runs
+//! every request through one steadfast client — key rotation, pacing from the
+//! providers' rate-limit headers, retry budgets, breakers, failover with translation,
+//! idempotency, and streams that commit at their first byte.
+//!
+//! The server loop holds no policy: it reads a request, asks the [`routes`] where it
+//! may go, and hands it to the client's session (the same one the library's users
+//! call); the answer goes back in the shape of the API the client called.
+
+pub mod admin;
+pub mod auth;
+pub mod chat;
+pub mod config;
+pub mod flight;
+pub mod handle;
+pub mod prom;
+pub mod reply;
+pub mod routes;
+pub mod server;
+pub mod stream;
+
+use std::sync::Arc;
+
+use steadfast_http::{ApiKey, EndpointDef};
+use tokio::sync::watch;
+
+use self::auth::GatewayKeys;
+use self::config::GatewayConfig;
+use self::flight::Flights;
+use self::prom::GatewayMetrics;
+use self::routes::Routes;
+
+pub use self::server::{Running, ServeError, start};
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub struct Gateway {
+    /// The one client every request goes through (so every request shares its keys,
+    /// limits, budgets and breakers).
+    pub client: steadfast_reqwest::Client,
+    /// Where each model may go.
+    pub routes: Routes,
+    /// The keys clients authenticate with.
+    pub keys: GatewayKeys,
+    /// Requests sharing an idempotency key, and stored successes.
+    pub flights: Arc<Flights>,
+    /// The gateway's own counters.
+    pub metrics: GatewayMetrics,
+    /// The `[gateway]` table.
+    pub config: GatewayConfig,
+    /// Turns true when the shutdown's grace period is over: in-flight calls end with a
+    /// clean error instead of being cut.
+    ending: watch::Receiver<bool>,
+}
+
+/// Ends the in-flight calls of a [`Gateway`] once its grace period is over.
+#[derive(Debug)]
+pub struct Ender(watch::Sender<bool>);
+
+impl Ender {
+    /// Ends them now.
+    pub fn end(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// What a gateway is built from.
+#[derive(Debug)]
+pub struct Parts {
+    /// The client, built with every endpoint (canonical shape).
+    pub client: steadfast_reqwest::Client,
+    /// The endpoints, in the client's order (for routing by name and model).
+    pub endpoints: Vec<EndpointDef>,
+    /// The routes of the file.
+    pub routes: Vec<config::RouteEntry>,
+    /// The accepted client keys.
+    pub keys: Vec<ApiKey>,
+    /// The `[gateway]` table.
+    pub config: GatewayConfig,
+}
+
+impl Gateway {
+    /// The gateway of `parts`, and what ends its in-flight calls.
+    pub fn new(parts: Parts) -> Result<(Gateway, Ender), String> {
+        let names = steadfast_http::endpoint_names(&parts.endpoints);
+        let routable: Vec<routes::Routable<'_>> = names
+            .iter()
+            .zip(&parts.endpoints)
+            .map(|(name, e)| routes::Routable {
+                name,
+                model: e.model.as_deref(),
+            })
+            .collect();
+        let routes = Routes::new(&routable, &parts.routes)?;
+        let (tx, rx) = watch::channel(false);
+        let c = &parts.config;
+        let gateway = Gateway {
+            client: parts.client,
+            routes,
+            keys: GatewayKeys::new(parts.keys),
+            flights: Arc::new(Flights::new(c.replay_for, c.replay_entries)),
+            metrics: GatewayMetrics::default(),
+            config: parts.config,
+            ending: rx,
+        };
+        Ok((gateway, Ender(tx)))
+    }
+
+    /// Resolves once the shutdown's grace period is over (never before a shutdown).
+    pub async fn ending(&self) {
+        let mut rx = self.ending.clone();
+        if rx.wait_for(|ended| *ended).await.is_err() {
+            // The ender is gone without ending: nothing will end the calls.
+            std::future::pending::<()>().await;
+        }
+    }
+}
