@@ -155,8 +155,15 @@ async fn both_apis_reach_both_providers_whole_and_streamed() {
         assert_eq!(streamed.status, 200, "{}", streamed.text);
         assert_eq!(streamed.headers["content-type"], "text/event-stream");
         let (got, finished) = streamed_text(&streamed.text);
-        assert!(finished, "{path} {model}: no final event in {}", streamed.text);
-        assert_eq!(got, text, "{path} {model}: the stream says what the answer says");
+        assert!(
+            finished,
+            "{path} {model}: no final event in {}",
+            streamed.text
+        );
+        assert_eq!(
+            got, text,
+            "{path} {model}: the stream says what the answer says"
+        );
     }
     assert_eq!(mock.stats().total_requests, 8, "one upstream request each");
     gw.shutdown().await;
@@ -166,25 +173,69 @@ async fn both_apis_reach_both_providers_whole_and_streamed() {
 async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
     let mock = server("ok", 2, |_| {});
     let gw = gateway(&mock, "[gateway]\nkeys_env = [\"GW_KEY\"]\n").await;
-    let none = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+    let none = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &[],
+    )
+    .await;
     assert_eq!(none.status, 401);
     let e: Value = serde_json::from_str(&none.text).unwrap();
     assert_eq!(e["error"]["code"], "invalid_api_key", "{e}");
     let wrong = [("x-api-key", "sk-wrong")];
-    let anth = post(&gw, "/v1/messages", &anthropic_body("gpt-4o-mini", false), &wrong).await;
+    let anth = post(
+        &gw,
+        "/v1/messages",
+        &anthropic_body("gpt-4o-mini", false),
+        &wrong,
+    )
+    .await;
     assert_eq!(anth.status, 401);
     let e: Value = serde_json::from_str(&anth.text).unwrap();
     assert_eq!(e["error"]["type"], "authentication_error", "{e}");
     let bearer = format!("Bearer {GATEWAY_KEY}");
     let ok = [("authorization", bearer.as_str())];
-    assert_eq!(post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &ok).await.status, 200);
+    assert_eq!(
+        post(
+            &gw,
+            "/v1/chat/completions",
+            &openai_body("gpt-4o-mini", false),
+            &ok
+        )
+        .await
+        .status,
+        200
+    );
     let ok = [("x-api-key", GATEWAY_KEY)];
-    assert_eq!(post(&gw, "/v1/messages", &anthropic_body("claude-3-5-haiku-latest", false), &ok).await.status, 200);
-    let unknown = post(&gw, "/v1/chat/completions", &openai_body("gpt-9", false), &ok).await;
+    assert_eq!(
+        post(
+            &gw,
+            "/v1/messages",
+            &anthropic_body("claude-3-5-haiku-latest", false),
+            &ok
+        )
+        .await
+        .status,
+        200
+    );
+    let unknown = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-9", false),
+        &ok,
+    )
+    .await;
     assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert!(unknown.text.contains("gpt-9"), "{}", unknown.text);
-    assert_eq!(mock.stats().total_requests, 2, "refused requests never go upstream");
-    let health = reqwest::get(format!("{}/healthz", gw.base_url())).await.unwrap();
+    assert_eq!(
+        mock.stats().total_requests,
+        2,
+        "refused requests never go upstream"
+    );
+    let health = reqwest::get(format!("{}/healthz", gw.base_url()))
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     let models = reqwest::Client::new()
         .get(format!("{}/v1/models", gw.base_url()))
@@ -195,7 +246,12 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
         .json::<Value>()
         .await
         .unwrap();
-    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
     assert_eq!(ids, ["claude-3-5-haiku-latest", "gpt-4o-mini"]);
     gw.shutdown().await;
 }
@@ -204,14 +260,14 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
 async fn without_a_gateway_key_only_loopback_is_served() {
     let mock = server("ok", 3, |_| {});
     let url = mock.base_url();
-    let text = format!(
-        "[[endpoint]]\nbase_url = \"{url}\"\nkeys_env = [\"{MOCK_VAR}\"]\n"
-    );
+    let text = format!("[[endpoint]]\nbase_url = \"{url}\"\nkeys_env = [\"{MOCK_VAR}\"]\n");
     let env = |_: &str| Some(ApiKey::new(steadfast_mock::MOCK_KEY));
     let p = parts(config::from_toml(&text).unwrap(), None, &env).unwrap();
     let (gw, ender) = Gateway::new(p).unwrap();
     // Refused before anything is bound.
-    let err = serve::start(gw, ender, "0.0.0.0:0".parse().unwrap()).await.unwrap_err();
+    let err = serve::start(gw, ender, "0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(err, serve::ServeError::Unprotected(_)), "{err}");
     assert!(err.to_string().contains("keys_env"), "{err}");
 }
@@ -228,18 +284,38 @@ async fn concurrent_requests_with_one_key_are_served_once_and_a_success_is_repla
     let calls = (0..5).map(|_| post(&gw, "/v1/chat/completions", &body, &key));
     let got = futures_util::future::join_all(calls).await;
     assert!(got.iter().all(|g| g.status == 200));
-    assert!(got.iter().all(|g| g.text == got[0].text), "one answer for all");
-    let joined = got.iter().filter(|g| g.headers.get("x-steadfast-replayed").is_some_and(|v| v == "joined")).count();
+    assert!(
+        got.iter().all(|g| g.text == got[0].text),
+        "one answer for all"
+    );
+    let joined = got
+        .iter()
+        .filter(|g| {
+            g.headers
+                .get("x-steadfast-replayed")
+                .is_some_and(|v| v == "joined")
+        })
+        .count();
     assert_eq!(joined, 4, "four waited for the first");
     assert_eq!(mock.stats().total_requests, 1, "served once upstream");
     let again = post(&gw, "/v1/chat/completions", &body, &key).await;
     assert_eq!(again.headers["x-steadfast-replayed"], "stored");
     assert_eq!(again.text, got[0].text);
-    let other = post(&gw, "/v1/chat/completions", &body, &[("idempotency-key", "order-2")]).await;
+    let other = post(
+        &gw,
+        "/v1/chat/completions",
+        &body,
+        &[("idempotency-key", "order-2")],
+    )
+    .await;
     assert!(other.headers.get("x-steadfast-replayed").is_none());
     let stats = mock.stats();
     assert_eq!(stats.total_requests, 2);
-    assert_eq!(stats.keys.len(), 2, "each client key became one upstream key");
+    assert_eq!(
+        stats.keys.len(),
+        2,
+        "each client key became one upstream key"
+    );
     gw.shutdown().await;
 }
 
@@ -256,13 +332,25 @@ async fn a_burst_is_paced_for_every_client_together() {
     let calls = (0..60).map(|_| post(&gw, "/v1/chat/completions", &body, &[]));
     let got = futures_util::future::join_all(calls).await;
     // Printed for the record (the ideal is 5 s of refill); never asserted.
-    println!("60 requests in {:?}; upstream {:?}", started.elapsed(), mock.stats().by_status);
-    let failed: Vec<&str> = got.iter().filter(|g| g.status != 200).map(|g| g.text.as_str()).collect();
+    println!(
+        "60 requests in {:?}; upstream {:?}",
+        started.elapsed(),
+        mock.stats().by_status
+    );
+    let failed: Vec<&str> = got
+        .iter()
+        .filter(|g| g.status != 200)
+        .map(|g| g.text.as_str())
+        .collect();
     assert!(failed.is_empty(), "{} failed: {failed:?}", failed.len());
     let stats = mock.stats();
     assert_eq!(stats.early, 0, "no request before its hint: {stats:?}");
     let limited = stats.by_status.get(&429).copied().unwrap_or(0);
-    assert!(limited <= 12, "paced, not hammering: {limited} 429s of {}", stats.total_requests);
+    assert!(
+        limited <= 12,
+        "paced, not hammering: {limited} 429s of {}",
+        stats.total_requests
+    );
     gw.shutdown().await;
 }
 
@@ -278,17 +366,36 @@ async fn a_give_up_is_the_providers_error_with_its_retry_after() {
     };
     mock.push_faults(&[too_long.clone(), too_long]);
     let gw = gateway(&mock, "").await;
-    let openai = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+    let openai = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &[],
+    )
+    .await;
     assert_eq!(openai.status, 429, "{}", openai.text);
     assert_eq!(openai.headers["retry-after"], "3600");
     assert_eq!(openai.headers["x-steadfast-give-up"], "hint_too_long");
     let e: Value = serde_json::from_str(&openai.text).unwrap();
     assert_eq!(e["error"]["code"], "rate_limit_exceeded", "{e}");
-    let anth = post(&gw, "/v1/messages", &anthropic_body("claude-3-5-haiku-latest", false), &[]).await;
+    let anth = post(
+        &gw,
+        "/v1/messages",
+        &anthropic_body("claude-3-5-haiku-latest", false),
+        &[],
+    )
+    .await;
     assert_eq!(anth.status, 429, "{}", anth.text);
     let e: Value = serde_json::from_str(&anth.text).unwrap();
-    assert_eq!((e["type"].as_str(), e["error"]["type"].as_str()), (Some("error"), Some("rate_limit_error")));
-    assert_eq!(mock.stats().total_requests, 2, "a wait past the limit ends the call at once");
+    assert_eq!(
+        (e["type"].as_str(), e["error"]["type"].as_str()),
+        (Some("error"), Some("rate_limit_error"))
+    );
+    assert_eq!(
+        mock.stats().total_requests,
+        2,
+        "a wait past the limit ends the call at once"
+    );
     gw.shutdown().await;
 }
 
@@ -304,9 +411,19 @@ async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
         headers: Vec::new(),
     };
     mock.push_faults(&[unavailable, Fault::Ok]);
-    let retried = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", true), &[]).await;
+    let retried = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", true),
+        &[],
+    )
+    .await;
     assert_eq!(retried.status, 200);
-    assert!(streamed_text(&retried.text).1, "complete after a retry: {}", retried.text);
+    assert!(
+        streamed_text(&retried.text).1,
+        "complete after a retry: {}",
+        retried.text
+    );
     assert_eq!(mock.stats().total_requests, 2);
     for (path, body) in [
         ("/v1/chat/completions", openai_body("gpt-4o-mini", true)),
@@ -319,15 +436,31 @@ async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
         let evs = events(&cut.text);
         let (name, last) = evs.last().cloned().unwrap();
         let last: Value = serde_json::from_str(&last).expect("the last event is JSON");
-        assert!(last.get("error").is_some(), "{path}: ends with an error event: {}", cut.text);
+        assert!(
+            last.get("error").is_some(),
+            "{path}: ends with an error event: {}",
+            cut.text
+        );
         if path == "/v1/messages" {
             assert_eq!(name.as_deref(), Some("error"));
         }
         assert!(!streamed_text(&cut.text).1, "not passed off as complete");
-        assert_eq!(mock.stats().total_requests, 1, "{path}: never retried after the first byte");
+        assert_eq!(
+            mock.stats().total_requests,
+            1,
+            "{path}: never retried after the first byte"
+        );
     }
-    let metrics = reqwest::get(format!("{}/metrics", gw.base_url())).await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("steadfast_gateway_stream_cuts_total 2"), "{metrics}");
+    let metrics = reqwest::get(format!("{}/metrics", gw.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("steadfast_gateway_stream_cuts_total 2"),
+        "{metrics}"
+    );
     gw.shutdown().await;
 }
 
@@ -344,23 +477,53 @@ async fn metrics_carry_the_genai_and_resilience_series() {
     mock.push_faults(&[unavailable]);
     let gw = gateway(&mock, "").await;
     for _ in 0..3 {
-        let g = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+        let g = post(
+            &gw,
+            "/v1/chat/completions",
+            &openai_body("gpt-4o-mini", false),
+            &[],
+        )
+        .await;
         assert_eq!(g.status, 200);
     }
-    let text = reqwest::get(format!("{}/metrics", gw.base_url())).await.unwrap().text().await.unwrap();
+    let text = reqwest::get(format!("{}/metrics", gw.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let series: HashMap<&str, &str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.rsplit_once(' '))
         .collect();
-    let get = |k: &str| series.get(k).copied().unwrap_or_else(|| panic!("no {k} in\n{text}"));
-    assert_eq!(get("gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"}"), "3");
+    let get = |k: &str| {
+        series
+            .get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("no {k} in\n{text}"))
+    };
+    assert_eq!(
+        get("gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"}"),
+        "3"
+    );
     assert_eq!(get("steadfast_attempts_total"), "4");
     assert_eq!(get("steadfast_retries_total"), "1");
-    assert_eq!(get("steadfast_gateway_requests_total{path=\"/v1/chat/completions\",status=\"200\"}"), "3");
+    assert_eq!(
+        get("steadfast_gateway_requests_total{path=\"/v1/chat/completions\",status=\"200\"}"),
+        "3"
+    );
     assert_eq!(get("steadfast_breaker_state{endpoint=\"openai\"}"), "0");
-    assert_eq!(get("steadfast_keys{endpoint=\"claude\",state=\"usable\"}"), "1");
-    assert_eq!(get("gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"}"), "3");
+    assert_eq!(
+        get("steadfast_keys{endpoint=\"claude\",state=\"usable\"}"),
+        "1"
+    );
+    assert_eq!(
+        get(
+            "gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"}"
+        ),
+        "3"
+    );
     gw.shutdown().await;
 }
 
@@ -386,7 +549,10 @@ async fn the_admin_api_shows_each_endpoint_behind_the_gateway_key() {
     assert_eq!(endpoints[1]["provider"], "anthropic");
     assert_eq!(endpoints[0]["breaker"]["state"], "closed");
     assert_eq!(endpoints[0]["keys"][0]["state"]["state"], "usable");
-    assert!(!view.to_string().contains(steadfast_mock::MOCK_KEY), "no key in the view");
+    assert!(
+        !view.to_string().contains(steadfast_mock::MOCK_KEY),
+        "no key in the view"
+    );
     gw.shutdown().await;
 }
 
@@ -402,10 +568,15 @@ async fn shutdown_lets_in_flight_requests_finish() {
     let client = reqwest::Client::new();
     let calls: Vec<_> = (0..20)
         .map(|_| {
-            let req = client.post(format!("{base}/v1/chat/completions")).json(&body);
+            let req = client
+                .post(format!("{base}/v1/chat/completions"))
+                .json(&body);
             tokio::spawn(async move {
                 let r = req.send().await.expect("answered");
-                (r.status().as_u16(), r.json::<Value>().await.expect("whole JSON"))
+                (
+                    r.status().as_u16(),
+                    r.json::<Value>().await.expect("whole JSON"),
+                )
             })
         })
         .collect();
@@ -423,6 +594,10 @@ async fn shutdown_lets_in_flight_requests_finish() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["object"], "chat.completion");
     }
-    let after = client.post(format!("{base}/v1/chat/completions")).json(&body).send().await;
+    let after = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await;
     assert!(after.is_err(), "no longer accepting");
 }

@@ -14,9 +14,10 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -130,6 +131,24 @@ impl Gateway {
         gateway
     }
 
+    /// The responses to chat requests the gateway has begun (its
+    /// `steadfast_gateway_requests_total` on the two chat paths), from `GET /metrics`.
+    fn chat_responses(&self) -> u64 {
+        let addr = self.base.trim_start_matches("http://");
+        let mut s = TcpStream::connect(addr).expect("connect to the gateway");
+        // HTTP/1.0: the body ends with the connection, never chunked.
+        write!(s, "GET /metrics HTTP/1.0\r\nhost: {addr}\r\n\r\n").expect("write");
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("read /metrics");
+        text.lines()
+            .filter(|l| {
+                l.starts_with("steadfast_gateway_requests_total{")
+                    && (l.contains("/v1/chat/completions") || l.contains("/v1/messages"))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     fn stderr_text(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
@@ -201,6 +220,8 @@ struct Calls {
     keys: bool,
     /// The key the client presents.
     key: &'static str,
+    /// Whether the script holds its calls until told to go ([`Running::go`]).
+    held: bool,
 }
 
 /// What one call saw (see tests/sdk/common.py).
@@ -247,6 +268,7 @@ impl Calls {
             prefix: prefix.to_owned(),
             keys: sdk == Sdk::OpenAi,
             key: GATEWAY_KEY,
+            held: false,
         }
     }
 
@@ -301,17 +323,32 @@ impl Calls {
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("ANTHROPIC_BASE_URL")
-            .stdin(Stdio::null())
+            .stdin(if self.held {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if self.keys {
             c.arg("--idempotency-keys");
         }
+        if self.held {
+            c.arg("--go-on-stdin");
+        }
         let child = c.spawn().expect("run the SDK script");
         Running {
             calls: self.clone(),
             child: KillOnDrop(child),
+            stderr: None,
         }
+    }
+
+    /// Starts the script against `base`, holding its calls until [`Running::go`].
+    fn spawn_held(&self, base: &str) -> Running {
+        let mut c = self.clone();
+        c.held = true;
+        c.spawn(base)
     }
 }
 
@@ -319,15 +356,40 @@ impl Calls {
 struct Running {
     calls: Calls,
     child: KillOnDrop,
+    /// Its stderr, once [`Running::ready`] has read up to `ready`.
+    stderr: Option<BufReader<ChildStderr>>,
 }
 
 impl Running {
+    /// Waits until the held script is set up (the SDK imported, its client built).
+    fn ready(&mut self) {
+        let stderr = self.child.0.stderr.take().expect("stderr");
+        let mut stderr = BufReader::new(stderr);
+        let mut line = String::new();
+        while line.trim() != "ready" {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("read stderr");
+            assert!(n > 0, "{:?} ended before it was ready", self.calls);
+        }
+        self.stderr = Some(stderr);
+    }
+
+    /// Lets the held script start its calls.
+    fn go(&mut self) {
+        let stdin = self.child.0.stdin.as_mut().expect("stdin");
+        stdin.write_all(b"go\n").expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
     /// One summary per mode, each with the calls it describes.
     fn finish(mut self) -> Vec<(Calls, Summary)> {
         let child: &mut Child = &mut self.child.0;
         let mut out = String::new();
         let mut err = String::new();
-        let mut stderr = child.stderr.take().expect("stderr");
+        let mut stderr: Box<dyn Read + Send> = match self.stderr.take() {
+            Some(read) => Box::new(read),
+            None => Box::new(child.stderr.take().expect("stderr")),
+        };
         let errs = std::thread::spawn(move || {
             let _ = stderr.read_to_string(&mut err);
             err
@@ -415,17 +477,6 @@ fn assert_whole_or_refused(calls: &Calls, s: &Summary) {
 fn assert_upstream(stats: &Stats, results: &[(Calls, Summary)]) {
     assert_eq!(stats.early, 0, "a request came back before its Retry-After");
     assert_eq!(stats.keys_untracked, 0);
-    for (run, _) in results {
-        for i in 1..=run.count {
-            let Some(key) = run.idempotency_key(i) else {
-                continue;
-            };
-            let k = stats
-                .key(&key)
-                .unwrap_or_else(|| panic!("no upstream request carried the client's key {key}"));
-            assert!(k.attempts >= 1);
-        }
-    }
     let calls: usize = results.iter().map(|(r, _)| r.count).sum();
     assert_eq!(
         stats.keys.len(),
@@ -444,6 +495,17 @@ fn assert_upstream(stats: &Stats, results: &[(Calls, Summary)]) {
             "{key}'s work was done {} times",
             k.processed
         );
+    }
+    for (run, _) in results {
+        for key in (1..=run.count).filter_map(|i| run.idempotency_key(i)) {
+            let derived = support::key_of(&key);
+            assert!(
+                stats.key(&key).is_some(),
+                "the client's Idempotency-Key {key:?} did not go upstream as sent \
+                 (the key derived from it, {derived}, did: {})",
+                stats.key(&derived).is_some()
+            );
+        }
     }
 }
 
@@ -562,11 +624,12 @@ fn a_wrong_gateway_key_gets_401_and_an_unknown_model_404_in_each_sdk_shape() {
 fn sigterm_with_100_requests_in_flight_each_completes_or_fails_cleanly() {
     let s = server("slow", 21, |c| {
         for e in &mut c.scenario.endpoints {
-            // Every request in flight for a second or more, and streams paced, so
-            // the signal finds answers pending and streams mid-body.
+            // Every request in flight for two seconds or more, and streams paced, so
+            // the signal finds answers pending (and streams mid-body); the slowest
+            // call ends well within the grace.
             e.latency = Dist::Uniform {
-                min: Duration::from_millis(1000),
-                max: Duration::from_millis(2500),
+                min: Duration::from_millis(2000),
+                max: Duration::from_millis(4000),
             };
             e.event_latency = Dist::Fixed(Duration::from_millis(80));
         }
@@ -577,17 +640,28 @@ fn sigterm_with_100_requests_in_flight_each_completes_or_fails_cleanly() {
         .into_iter()
         .map(|c| c.concurrency(25))
         .collect();
-    let running: Vec<Running> = runs.iter().map(|r| r.spawn(&gateway.base)).collect();
+    // Both SDKs set up first, then every call at once.
+    let mut running: Vec<Running> = runs.iter().map(|r| r.spawn_held(&gateway.base)).collect();
+    running.iter_mut().for_each(Running::ready);
+    running.iter_mut().for_each(Running::go);
+    // Every request upstream, and the first answers on their way: the signal comes
+    // while some streams are mid-body and the rest wait for their answer.
     let started = Instant::now();
-    while s.stats().total_requests < 100 {
+    let mut begun = 0;
+    while s.stats().total_requests < 100 || begun < 10 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "the 100 requests never reached the mock: {:?}",
+            "the 100 requests never got going: {begun} answers begun, mock {:?}",
             s.stats()
         );
         std::thread::sleep(Duration::from_millis(10));
+        begun = gateway.chat_responses();
     }
-    println!("mock at SIGTERM: {:?}", s.stats());
+    println!("at SIGTERM: {begun} of 100 responses begun");
+    assert!(
+        begun < 100,
+        "every response had begun: too late to test a drain"
+    );
     let (status, stderr) = gateway.terminate();
     assert_eq!(
         status.code(),

@@ -10,6 +10,8 @@ official SDK's own retries off, and prints one JSON line per mode on stdout:
 
 `--mode both` runs the plain and the streamed calls at the same time (one process, so
 the SDK is imported once), with PREFIX-plain and PREFIX-stream as their prefixes.
+`--go-on-stdin` holds the calls until a line comes on stdin (after `ready` on
+stderr), so that several processes can start their calls at once.
 
 A call is `ok` when the SDK returned (plain) or its stream ran to its end without
 raising (stream). `text` is the reply's text as the client assembled it (for a stream
@@ -21,6 +23,7 @@ call raised.
 
 import argparse
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 # Many words, so that a streamed reply comes in many events (the mock cuts a reply
@@ -44,6 +47,11 @@ def arguments(description):
         help="send `Idempotency-Key: PREFIX-I` with call I",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
+    p.add_argument(
+        "--go-on-stdin",
+        action="store_true",
+        help="print `ready` on stderr once set up, then start on a line on stdin",
+    )
     p.add_argument(
         "--x-api-key",
         action="store_true",
@@ -109,6 +117,9 @@ def run(sdk, args, call):
     }
     # Interleaved, so that the modes run at the same time.
     order = [r for group in zip(*records.values()) for r in group]
+    if args.go_on_stdin:
+        print("ready", file=sys.stderr, flush=True)
+        sys.stdin.readline()
     with ThreadPoolExecutor(max_workers=max(1, args.concurrency) * len(modes)) as pool:
         list(pool.map(one, order))
     for mode in modes:
