@@ -601,3 +601,30 @@ async fn shutdown_lets_in_flight_requests_finish() {
         .await;
     assert!(after.is_err(), "no longer accepting");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_requests_reach_anthropic_as_they_are_and_are_translated_only_for_openai() {
+    let mock = server("ok", 11, |_| {});
+    let gw = gateway(&mock, "").await;
+    // `top_k` has no Chat Completions equivalent.
+    let mut body = anthropic_body("claude-3-5-haiku-latest", false);
+    body["top_k"] = json!(5);
+    let native = post(&gw, "/v1/messages", &body, &[]).await;
+    assert_eq!(native.status, 200, "{}", native.text);
+    body["model"] = json!("gpt-4o-mini");
+    let refused = post(&gw, "/v1/messages", &body, &[]).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    let e: Value = serde_json::from_str(&refused.text).unwrap();
+    assert_eq!(e["error"]["type"], "invalid_request_error", "{e}");
+    assert!(
+        refused.text.contains("top_k"),
+        "names the field: {}",
+        refused.text
+    );
+    assert_eq!(
+        mock.stats().total_requests,
+        1,
+        "the refused one never went upstream"
+    );
+    gw.shutdown().await;
+}
