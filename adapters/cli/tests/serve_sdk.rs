@@ -54,16 +54,16 @@ const HOLD: &str = "[retry]\nmax_attempts = 12\ndeadline = \"60s\"\nhold = true\
 /// The Python that has the SDKs: `STEADFAST_PYTHON`, else the virtualenv of
 /// `./scripts/pyenv`. Missing, the test fails (it never skips).
 fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("STEADFAST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python");
+    let python = match std::env::var_os("STEADFAST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python"),
+    };
     assert!(
-        venv.exists(),
+        python.exists(),
         "no Python with the official SDKs at {}: run ./scripts/pyenv (or set STEADFAST_PYTHON)",
-        venv.display()
+        python.display()
     );
-    venv
+    python
 }
 
 fn script(name: &str) -> PathBuf {
@@ -525,7 +525,7 @@ fn through_gateway(
     policy: &str,
     runs: &[Calls],
     streams_may_break: bool,
-) -> Stats {
+) -> (Stats, Vec<(Calls, Summary)>) {
     let tmp = Tmp::new(&format!("serve-sdk-{}", runs[0].prefix));
     let gateway = Gateway::start(&tmp, &serve_config(mock, policy));
     let results = run_all(&gateway, runs);
@@ -536,9 +536,27 @@ fn through_gateway(
         }
     }
     let stats = mock.stats();
-    println!("mock: {stats:?}");
+    println!(
+        "mock: {} requests for {} keys, early {}, {:?}, {:?}",
+        stats.total_requests,
+        stats.keys.len(),
+        stats.early,
+        stats.by_status,
+        stats.by_fault
+    );
     assert_upstream(&stats, &results);
-    stats
+    (stats, results)
+}
+
+/// The streamed calls the SDKs refused (they raised).
+fn refused_streams(results: &[(Calls, Summary)]) -> u64 {
+    let refused = results
+        .iter()
+        .filter(|(calls, _)| calls.mode == Mode::Stream)
+        .flat_map(|(_, s)| &s.calls)
+        .filter(|c| !c.ok)
+        .count();
+    u64::try_from(refused).unwrap_or(u64::MAX)
 }
 
 #[test]
@@ -550,7 +568,7 @@ fn flaky_every_call_ok_through_both_sdks_and_translated() {
     // Each SDK to the other provider: the gateway translates both ways.
     runs.push(Calls::new(Sdk::OpenAi, Mode::Both, 10, "flaky-oa-x").model(ANTHROPIC_MODEL));
     runs.push(Calls::new(Sdk::Anthropic, Mode::Both, 10, "flaky-an-x").model(OPENAI_MODEL));
-    let stats = through_gateway(&s, FAST, &runs, false);
+    let (stats, _) = through_gateway(&s, FAST, &runs, false);
     assert!(
         stats.fault("rate_limit") + stats.fault("status") + stats.fault("reset") > 0,
         "the scenario failed nothing: {stats:?}"
@@ -563,7 +581,7 @@ fn outage_every_call_waits_it_out() {
     let s = server("outage", 3, |c| {
         c.knobs.outage_for = Some(Duration::from_millis(1500));
     });
-    let stats = through_gateway(&s, HOLD, &both_sdks("outage", 10), false);
+    let (stats, _) = through_gateway(&s, HOLD, &both_sdks("outage", 10), false);
     assert!(
         stats.status(503) + stats.status(529) > 0,
         "no call met the outage: {stats:?}"
@@ -576,22 +594,26 @@ fn ratelimit_every_call_ok_and_none_before_its_hint() {
         c.knobs.rpm = Some(1200);
         c.knobs.rate_burst = Some(4);
     });
-    let stats = through_gateway(&s, FAST, &both_sdks("ratelimit", 12), false);
+    let (stats, _) = through_gateway(&s, FAST, &both_sdks("ratelimit", 12), false);
     assert!(stats.status(429) > 0, "the limit was never hit: {stats:?}");
 }
 
 #[test]
 fn malformed_plain_calls_ok_streams_whole_or_refused() {
     let s = server("malformed", 10, |_| {});
-    let stats = through_gateway(&s, FAST, &both_sdks("malformed", 15), true);
+    let (stats, results) = through_gateway(&s, FAST, &both_sdks("malformed", 15), true);
     assert!(stats.fault("malformed") > 0, "nothing malformed: {stats:?}");
+    // A stream is refused only for a fault upstream, past the commit point.
+    assert!(refused_streams(&results) <= stats.fault("malformed"));
 }
 
 #[test]
 fn stream_cut_plain_calls_ok_streams_whole_or_refused() {
     let s = server("stream-cut", 4, |_| {});
-    let stats = through_gateway(&s, FAST, &both_sdks("cut", 15), true);
+    let (stats, results) = through_gateway(&s, FAST, &both_sdks("cut", 15), true);
     assert!(stats.fault("stream_cut") > 0, "nothing cut: {stats:?}");
+    // A stream is refused only for a cut upstream, past the commit point.
+    assert!(refused_streams(&results) <= stats.fault("stream_cut"));
 }
 
 #[test]
