@@ -22,16 +22,17 @@ const FAST: &str = "[backoff]\nbase = \"20ms\"\ncap = \"200ms\"\n\
                     [breaker]\nopen_for = \"300ms\"\nopen_max = \"1s\"\n";
 
 /// A gateway in front of `mock`: an OpenAI endpoint `openai` (model `gpt-4o-mini`) and
-/// an Anthropic one `claude` (model `claude-3-5-haiku-latest`), both at the mock, with
-/// `extra` TOML added.
+/// an Anthropic one `claude` (model `claude-3-5-haiku-latest`, priority 1), both at the
+/// mock, with `extra` TOML added and a route `any` to both.
 async fn gateway(mock: &MockServer, extra: &str) -> Running {
     let url = mock.base_url();
     let text = format!(
         "{FAST}{extra}\n\
          [[endpoint]]\nname = \"openai\"\nprovider = \"openai\"\nbase_url = \"{url}\"\n\
          keys_env = [\"{MOCK_VAR}\"]\nmodel = \"gpt-4o-mini\"\n\
-         [[endpoint]]\nname = \"claude\"\nprovider = \"anthropic\"\nbase_url = \"{url}\"\n\
-         keys_env = [\"{MOCK_VAR}\"]\nmodel = \"claude-3-5-haiku-latest\"\n"
+         [[endpoint]]\nname = \"claude\"\npriority = 1\nprovider = \"anthropic\"\nbase_url = \"{url}\"\n\
+         keys_env = [\"{MOCK_VAR}\"]\nmodel = \"claude-3-5-haiku-latest\"\n\
+         [[route]]\nmodel = \"any\"\nendpoints = [\"openai\", \"claude\"]\n"
     );
     let file = config::from_toml(&text).expect("the config parses");
     let env = |v: &str| match v {
@@ -252,7 +253,7 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
         .iter()
         .filter_map(|m| m["id"].as_str())
         .collect();
-    assert_eq!(ids, ["claude-3-5-haiku-latest", "gpt-4o-mini"]);
+    assert_eq!(ids, ["any", "claude-3-5-haiku-latest", "gpt-4o-mini"]);
     gw.shutdown().await;
 }
 
@@ -527,32 +528,173 @@ async fn metrics_carry_the_genai_and_resilience_series() {
     gw.shutdown().await;
 }
 
+async fn admin(
+    gw: &Running,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{}/admin/{path}", gw.base_url()))
+        .header("x-api-key", GATEWAY_KEY);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_admin_api_shows_each_endpoint_behind_the_gateway_key() {
+async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
+    use reqwest::Method;
     let mock = server("ok", 9, |_| {});
     let gw = gateway(&mock, "[gateway]\nkeys_env = [\"GW_KEY\"]\n").await;
-    let url = format!("{}/admin/endpoints", gw.base_url());
-    let refused = reqwest::get(&url).await.unwrap();
-    assert_eq!(refused.status(), 401);
-    let view: Value = reqwest::Client::new()
-        .get(&url)
-        .header("x-api-key", GATEWAY_KEY)
-        .send()
-        .await
-        .unwrap()
-        .json()
+    let refused = reqwest::get(format!("{}/admin/endpoints", gw.base_url()))
         .await
         .unwrap();
+    assert_eq!(refused.status(), 401);
+    let (status, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(status, 200, "{view}");
     let endpoints = view["endpoints"].as_array().unwrap();
     assert_eq!(endpoints.len(), 2, "{view}");
-    assert_eq!(endpoints[0]["name"], "openai");
-    assert_eq!(endpoints[1]["provider"], "anthropic");
-    assert_eq!(endpoints[0]["breaker"]["state"], "closed");
-    assert_eq!(endpoints[0]["keys"][0]["state"]["state"], "usable");
+    assert_eq!(
+        (
+            endpoints[0]["name"].as_str(),
+            endpoints[1]["provider"].as_str()
+        ),
+        (Some("openai"), Some("anthropic"))
+    );
+    let breaker = &endpoints[0]["status"]["breaker"];
+    assert_eq!(
+        (breaker["mode"].as_str(), breaker["state"].as_str()),
+        (Some("auto"), Some("closed")),
+        "{view}"
+    );
+    assert_eq!(
+        endpoints[0]["status"]["keys"][0]["condition"], "usable",
+        "{view}"
+    );
     assert!(
         !view.to_string().contains(steadfast_mock::MOCK_KEY),
         "no key in the view"
     );
+
+    let bearer = format!("Bearer {GATEWAY_KEY}");
+    let auth = [("authorization", bearer.as_str())];
+    let any = openai_body("any", false);
+    let served = |g: &Got| {
+        g.headers
+            .get("x-steadfast-endpoint")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let first = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    assert_eq!(
+        served(&first).as_deref(),
+        Some("openai"),
+        "the preferred endpoint"
+    );
+    // Forced open: its calls fail over, and it gets nothing.
+    assert_eq!(
+        admin(&gw, Method::POST, "endpoints/openai/open", None)
+            .await
+            .0,
+        200
+    );
+    let before = mock.stats().total_requests;
+    let moved = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    assert_eq!(served(&moved).as_deref(), Some("claude"), "{}", moved.text);
+    let only = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &auth,
+    )
+    .await;
+    assert_eq!(only.status, 503, "{}", only.text);
+    assert_eq!(only.headers["x-steadfast-give-up"], "breaker_open");
+    assert!(only.headers.contains_key("retry-after"));
+    assert_eq!(
+        mock.stats().total_requests,
+        before + 1,
+        "only the failover went upstream"
+    );
+    let (_, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(
+        view["endpoints"][0]["status"]["breaker"]["mode"], "forced_open",
+        "{view}"
+    );
+    // Reset: back where it was.
+    assert_eq!(
+        admin(&gw, Method::POST, "endpoints/openai/reset", None)
+            .await
+            .0,
+        200
+    );
+    let back = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    assert_eq!(served(&back).as_deref(), Some("openai"));
+    // A key disabled by hand is skipped until enabled.
+    assert_eq!(
+        admin(&gw, Method::POST, "endpoints/openai/keys/0/disable", None)
+            .await
+            .0,
+        200
+    );
+    let no_key = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &auth,
+    )
+    .await;
+    assert_eq!(
+        no_key.headers["x-steadfast-give-up"], "no_usable_key",
+        "{}",
+        no_key.text
+    );
+    let (_, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(
+        view["endpoints"][0]["status"]["keys"][0]["condition"]["disabled"]["reason"], "operator",
+        "{view}"
+    );
+    assert_eq!(
+        admin(&gw, Method::POST, "endpoints/openai/keys/0/enable", None)
+            .await
+            .0,
+        200
+    );
+    let again = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &auth,
+    )
+    .await;
+    assert_eq!(again.status, 200);
+    // A mode by name; bad names and unknown endpoints are refused by name.
+    let mode = Some(json!({"mode": "metrics_only"}));
+    assert_eq!(
+        admin(&gw, Method::POST, "endpoints/claude/mode", mode)
+            .await
+            .0,
+        200
+    );
+    let (status, e) = admin(
+        &gw,
+        Method::POST,
+        "endpoints/claude/mode",
+        Some(json!({"mode": "off"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("metrics_only"),
+        "{e}"
+    );
+    let (status, e) = admin(&gw, Method::POST, "endpoints/nope/open", None).await;
+    assert_eq!(status, 404, "{e}");
     gw.shutdown().await;
 }
 
