@@ -472,8 +472,8 @@ fn assert_whole_or_refused(calls: &Calls, s: &Summary) {
 }
 
 /// The mock's side: no request before its hint; the client's keys went upstream as
-/// sent; one key per call (so every attempt of a call carried the call's one key,
-/// given or derived); no call's work done twice.
+/// the keys derived from them; one key per call (so every attempt of a call carried
+/// the call's one key, the client's or the gateway's own); no call's work done twice.
 fn assert_upstream(stats: &Stats, results: &[(Calls, Summary)]) {
     assert_eq!(stats.early, 0, "a request came back before its Retry-After");
     assert_eq!(stats.keys_untracked, 0);
@@ -496,14 +496,16 @@ fn assert_upstream(stats: &Stats, results: &[(Calls, Summary)]) {
             k.processed
         );
     }
+    // A client's key becomes the upstream key of every attempt: the key derived from
+    // it, the same on every replica (README, `steadfast serve`, Idempotency).
     for (run, _) in results {
         for key in (1..=run.count).filter_map(|i| run.idempotency_key(i)) {
-            let derived = support::key_of(&key);
+            let upstream = support::key_of(&key);
             assert!(
-                stats.key(&key).is_some(),
-                "the client's Idempotency-Key {key:?} did not go upstream as sent \
-                 (the key derived from it, {derived}, did: {})",
-                stats.key(&derived).is_some()
+                stats.key(&upstream).is_some(),
+                "no upstream request carried {upstream}, the key of the client's {key:?} \
+                 (sent as is: {})",
+                stats.key(&key).is_some()
             );
         }
     }
