@@ -80,6 +80,12 @@ async fn post(gw: &Running, path: &str, body: &Value, headers: &[(&str, &str)]) 
     }
 }
 
+/// A whole Chat Completions request for `model`.
+async fn ask(gw: &Running, model: &str, headers: &[(&str, &str)]) -> Got {
+    let body = openai_body(model, false);
+    post(gw, "/v1/chat/completions", &body, headers).await
+}
+
 /// The `data` of each event, with its `event` name.
 fn events(text: &str) -> Vec<(Option<String>, String)> {
     text.split("\n\n")
@@ -174,13 +180,7 @@ async fn both_apis_reach_both_providers_whole_and_streamed() {
 async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
     let mock = server("ok", 2, |_| {});
     let gw = gateway(&mock, "[gateway]\nkeys_env = [\"GW_KEY\"]\n").await;
-    let none = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &[],
-    )
-    .await;
+    let none = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(none.status, 401);
     let e: Value = serde_json::from_str(&none.text).unwrap();
     assert_eq!(e["error"]["code"], "invalid_api_key", "{e}");
@@ -197,17 +197,7 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
     assert_eq!(e["error"]["type"], "authentication_error", "{e}");
     let bearer = format!("Bearer {GATEWAY_KEY}");
     let ok = [("authorization", bearer.as_str())];
-    assert_eq!(
-        post(
-            &gw,
-            "/v1/chat/completions",
-            &openai_body("gpt-4o-mini", false),
-            &ok
-        )
-        .await
-        .status,
-        200
-    );
+    assert_eq!(ask(&gw, "gpt-4o-mini", &ok).await.status, 200);
     let ok = [("x-api-key", GATEWAY_KEY)];
     assert_eq!(
         post(
@@ -220,13 +210,7 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
         .status,
         200
     );
-    let unknown = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-9", false),
-        &ok,
-    )
-    .await;
+    let unknown = ask(&gw, "gpt-9", &ok).await;
     assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert!(unknown.text.contains("gpt-9"), "{}", unknown.text);
     assert_eq!(
@@ -367,13 +351,7 @@ async fn a_give_up_is_the_providers_error_with_its_retry_after() {
     };
     mock.push_faults(&[too_long.clone(), too_long]);
     let gw = gateway(&mock, "").await;
-    let openai = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &[],
-    )
-    .await;
+    let openai = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(openai.status, 429, "{}", openai.text);
     assert_eq!(openai.headers["retry-after"], "3600");
     assert_eq!(openai.headers["x-steadfast-give-up"], "hint_too_long");
@@ -478,13 +456,7 @@ async fn metrics_carry_the_genai_and_resilience_series() {
     mock.push_faults(&[unavailable]);
     let gw = gateway(&mock, "").await;
     for _ in 0..3 {
-        let g = post(
-            &gw,
-            "/v1/chat/completions",
-            &openai_body("gpt-4o-mini", false),
-            &[],
-        )
-        .await;
+        let g = ask(&gw, "gpt-4o-mini", &[]).await;
         assert_eq!(g.status, 200);
     }
     let text = reqwest::get(format!("{}/metrics", gw.base_url()))
@@ -544,6 +516,12 @@ async fn admin(
     (r.status().as_u16(), r.json().await.unwrap())
 }
 
+/// An admin action that must succeed.
+async fn act(gw: &Running, path: &str, body: Option<Value>) {
+    let (status, answer) = admin(gw, reqwest::Method::POST, path, body).await;
+    assert_eq!(status, 200, "{path}: {answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
     use reqwest::Method;
@@ -581,35 +559,23 @@ async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
 
     let bearer = format!("Bearer {GATEWAY_KEY}");
     let auth = [("authorization", bearer.as_str())];
-    let any = openai_body("any", false);
     let served = |g: &Got| {
         g.headers
             .get("x-steadfast-endpoint")
             .map(|v| v.to_str().unwrap().to_owned())
     };
-    let first = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    let first = ask(&gw, "any", &auth).await;
     assert_eq!(
         served(&first).as_deref(),
         Some("openai"),
         "the preferred endpoint"
     );
     // Forced open: its calls fail over, and it gets nothing.
-    assert_eq!(
-        admin(&gw, Method::POST, "endpoints/openai/open", None)
-            .await
-            .0,
-        200
-    );
+    act(&gw, "endpoints/openai/open", None).await;
     let before = mock.stats().total_requests;
-    let moved = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    let moved = ask(&gw, "any", &auth).await;
     assert_eq!(served(&moved).as_deref(), Some("claude"), "{}", moved.text);
-    let only = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &auth,
-    )
-    .await;
+    let only = ask(&gw, "gpt-4o-mini", &auth).await;
     assert_eq!(only.status, 503, "{}", only.text);
     assert_eq!(only.headers["x-steadfast-give-up"], "breaker_open");
     assert!(only.headers.contains_key("retry-after"));
@@ -624,28 +590,12 @@ async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
         "{view}"
     );
     // Reset: back where it was.
-    assert_eq!(
-        admin(&gw, Method::POST, "endpoints/openai/reset", None)
-            .await
-            .0,
-        200
-    );
-    let back = post(&gw, "/v1/chat/completions", &any, &auth).await;
+    act(&gw, "endpoints/openai/reset", None).await;
+    let back = ask(&gw, "any", &auth).await;
     assert_eq!(served(&back).as_deref(), Some("openai"));
     // A key disabled by hand is skipped until enabled.
-    assert_eq!(
-        admin(&gw, Method::POST, "endpoints/openai/keys/0/disable", None)
-            .await
-            .0,
-        200
-    );
-    let no_key = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &auth,
-    )
-    .await;
+    act(&gw, "endpoints/openai/keys/0/disable", None).await;
+    let no_key = ask(&gw, "gpt-4o-mini", &auth).await;
     assert_eq!(
         no_key.headers["x-steadfast-give-up"], "no_usable_key",
         "{}",
@@ -656,28 +606,12 @@ async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
         view["endpoints"][0]["status"]["keys"][0]["condition"]["disabled"]["reason"], "operator",
         "{view}"
     );
-    assert_eq!(
-        admin(&gw, Method::POST, "endpoints/openai/keys/0/enable", None)
-            .await
-            .0,
-        200
-    );
-    let again = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &auth,
-    )
-    .await;
+    act(&gw, "endpoints/openai/keys/0/enable", None).await;
+    let again = ask(&gw, "gpt-4o-mini", &auth).await;
     assert_eq!(again.status, 200);
     // A mode by name; bad names and unknown endpoints are refused by name.
     let mode = Some(json!({"mode": "metrics_only"}));
-    assert_eq!(
-        admin(&gw, Method::POST, "endpoints/claude/mode", mode)
-            .await
-            .0,
-        200
-    );
+    act(&gw, "endpoints/claude/mode", mode).await;
     let (status, e) = admin(
         &gw,
         Method::POST,
