@@ -342,13 +342,7 @@ async fn a_burst_is_paced_for_every_client_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_give_up_is_the_providers_error_with_its_retry_after() {
     let mock = server("ok", 6, |_| {});
-    let too_long = Fault::Status {
-        status: 429,
-        retry_after: Some("3600".into()),
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let too_long = Fault::status_retry_after(429, "3600");
     mock.push_faults(&[too_long.clone(), too_long]);
     let gw = gateway(&mock, "").await;
     let openai = ask(&gw, "gpt-4o-mini", &[]).await;
@@ -382,13 +376,7 @@ async fn a_give_up_is_the_providers_error_with_its_retry_after() {
 async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
     let mock = server("ok", 7, |_| {});
     let gw = gateway(&mock, "").await;
-    let unavailable = Fault::Status {
-        status: 503,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let unavailable = Fault::status(503);
     mock.push_faults(&[unavailable, Fault::Ok]);
     let retried = post(
         &gw,
@@ -446,13 +434,7 @@ async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_carry_the_genai_and_resilience_series() {
     let mock = server("ok", 8, |_| {});
-    let unavailable = Fault::Status {
-        status: 503,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let unavailable = Fault::status(503);
     mock.push_faults(&[unavailable]);
     let gw = gateway(&mock, "").await;
     for _ in 0..3 {
