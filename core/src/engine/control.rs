@@ -7,6 +7,7 @@ use crate::error::UsageError;
 use crate::ids::{EndpointId, Target};
 use crate::time::Timestamp;
 
+use super::endpoint::EndpointState;
 use super::{Engine, EngineEvent};
 
 impl Engine {
@@ -21,10 +22,7 @@ impl Engine {
         mode: BreakerMode,
     ) -> Result<(), UsageError> {
         let now = self.clock.observe(now);
-        let s = self
-            .endpoints
-            .get_mut(usize::from(endpoint.0))
-            .ok_or(UsageError::UnknownId)?;
+        let s = self.state_mut(endpoint)?;
         let from = s.breaker.set_mode(now, mode);
         if from != mode {
             self.events.push(EngineEvent::BreakerModeChanged {
@@ -49,10 +47,7 @@ impl Engine {
         endpoint: EndpointId,
     ) -> Result<(), UsageError> {
         let now = self.clock.observe(now);
-        let s = self
-            .endpoints
-            .get_mut(usize::from(endpoint.0))
-            .ok_or(UsageError::UnknownId)?;
+        let s = self.state_mut(endpoint)?;
         let from = s.breaker.state().kind();
         s.breaker.reset(now);
         s.failing_since = None;
@@ -90,5 +85,14 @@ impl Engine {
         let result = self.pool.enable_key(now, target);
         self.drain_events_of(target.endpoint);
         result
+    }
+}
+
+impl Engine {
+    /// An endpoint's state, or [`UsageError::UnknownId`].
+    fn state_mut(&mut self, endpoint: EndpointId) -> Result<&mut EndpointState, UsageError> {
+        self.endpoints
+            .get_mut(usize::from(endpoint.0))
+            .ok_or(UsageError::UnknownId)
     }
 }
