@@ -31,6 +31,23 @@
 //!   Each half-open period starts with every probe slot free: a probe sent in an
 //!   earlier period that reports late is not a probe of this one.
 //!
+//! # Modes
+//!
+//! A [`BreakerMode`] overrides the state machine, from the config
+//! ([`BreakerConfig::mode`]) or at run time ([`Breaker::set_mode`]):
+//! - [`BreakerMode::Auto`]: the state machine above decides.
+//! - [`BreakerMode::ForcedOpen`]: every call is denied until the mode changes; no
+//!   probe goes out and no result or timeout changes the state (results of calls
+//!   admitted earlier still free their probe slots).
+//! - [`BreakerMode::Disabled`]: every call is allowed and nothing changes the state,
+//!   as with `enabled = false`.
+//! - [`BreakerMode::MetricsOnly`]: the state machine runs as in `Auto` — it trips,
+//!   half-opens, closes and emits its events — but a call it would deny is allowed
+//!   (as a plain call, not a probe).
+//!
+//! A mode change keeps the state as it was; [`Breaker::reset`] closes the breaker and
+//! forgets its window in any mode.
+//!
 //! # Inputs
 //!
 //! Only endpoint-scope outcomes count ([`BreakerInput::Failure`]). Request-, key- and
@@ -113,9 +130,51 @@ impl Default for Window {
     }
 }
 
+/// How the breaker decides; see the module documentation.
+///
+/// serde: `mode = "auto"`, `"forced_open"`, `"disabled"` or `"metrics_only"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum BreakerMode {
+    /// The state machine decides (the default).
+    #[default]
+    Auto,
+    /// Every call is denied until the mode changes; no probes.
+    ForcedOpen,
+    /// Every call is allowed and the state never changes.
+    Disabled,
+    /// The state machine runs and emits its events, but nothing is denied.
+    MetricsOnly,
+}
+
+impl BreakerMode {
+    /// The mode's name in snake case, as config files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BreakerMode::Auto => "auto",
+            BreakerMode::ForcedOpen => "forced_open",
+            BreakerMode::Disabled => "disabled",
+            BreakerMode::MetricsOnly => "metrics_only",
+        }
+    }
+
+    /// Whether results and timeouts are ignored (the state is frozen).
+    fn frozen(self) -> bool {
+        matches!(self, BreakerMode::ForcedOpen | BreakerMode::Disabled)
+    }
+}
+
+impl core::fmt::Display for BreakerMode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Circuit breaker parameters.
 ///
-/// Defaults: `enabled = true`, `consecutive_failures = None` (off: under concurrency,
+/// Defaults: `enabled = true`, `mode = Auto`, `consecutive_failures = None` (off: under concurrency,
 /// fast failures come back in runs even from a mostly healthy endpoint, so a run of N
 /// trips it; the failure rate over a window with a minimum of calls does not),
 /// `failure_rate = Some(0.5)`, `window = Count(50)`, `min_calls = 20`,
@@ -129,8 +188,13 @@ impl Default for Window {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct BreakerConfig {
-    /// When false the breaker always allows and records nothing.
+    /// When false the breaker always allows and records nothing (the same as
+    /// `mode = Disabled`).
     pub enabled: bool,
+    /// The mode every endpoint's breaker starts in (an operator may change it per
+    /// endpoint at run time). With `enabled = false` only `Auto` and `Disabled` are
+    /// valid.
+    pub mode: BreakerMode,
     /// Trip after this many endpoint failures in a row; `None` disables the model.
     #[cfg_attr(feature = "serde", serde(with = "crate::config::off_or"))]
     pub consecutive_failures: Option<u32>,
@@ -171,6 +235,7 @@ impl Default for BreakerConfig {
     fn default() -> Self {
         BreakerConfig {
             enabled: true,
+            mode: BreakerMode::Auto,
             consecutive_failures: None,
             failure_rate: Some(0.5),
             window: Window::default(),
@@ -191,6 +256,12 @@ impl BreakerConfig {
     /// Checks the parameters, naming the first bad field (e.g. `"breaker.min_calls"`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = self;
+        if !c.enabled && !matches!(c.mode, BreakerMode::Auto | BreakerMode::Disabled) {
+            return Err(ConfigError::Conflict {
+                field: "breaker.mode",
+                with: "breaker.enabled",
+            });
+        }
         nonzero(
             c.consecutive_failures == Some(0),
             "breaker.consecutive_failures",
@@ -320,6 +391,7 @@ pub struct BreakerEvent {
 
 /// The calls in the sliding window, as counted now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WindowCounts {
     /// Recorded calls (successes and failures).
     pub calls: u64,
@@ -340,6 +412,8 @@ struct Bucket {
 #[derive(Debug, Clone)]
 pub struct Breaker {
     config: BreakerConfig,
+    /// The mode in force (`Disabled` when the config says `enabled = false`).
+    mode: BreakerMode,
     state: BreakerState,
     clock: Monotonic,
     // Trip thresholds with "never" sentinels so the hot path has no `Option` matching.
@@ -394,6 +468,11 @@ impl Breaker {
         let open_for_ns = nanos_of(config.open_for);
         Breaker {
             config: *config,
+            mode: if config.enabled {
+                config.mode
+            } else {
+                BreakerMode::Disabled
+            },
             state: BreakerState::Closed,
             clock: Monotonic::default(),
             consecutive_limit: config
@@ -426,11 +505,20 @@ impl Breaker {
     /// Asks to send one call at `now`. When open and `now >= until`, moves to
     /// half-open first. When half-open, a granted [`Permit::Probe`] takes a probe slot
     /// that the call's [`Breaker::on_result`] (with `was_probe = true`) frees.
+    ///
+    /// Under [`BreakerMode::ForcedOpen`] the answer is [`Permit::Deny`] with
+    /// `until = now + open_for`: a bound for asking again, since only a mode change
+    /// lifts it.
     #[inline]
     pub fn permit(&mut self, now: Timestamp) -> Permit {
-        if !self.config.enabled {
-            return Permit::Allow;
+        if self.mode != BreakerMode::Auto {
+            return self.permit_in_mode(now);
         }
+        self.permit_auto(now)
+    }
+
+    #[inline]
+    fn permit_auto(&mut self, now: Timestamp) -> Permit {
         let now = self.clock.observe(now);
         match self.state {
             BreakerState::Closed => Permit::Allow,
@@ -446,10 +534,19 @@ impl Breaker {
     /// The answer [`Breaker::permit`] would give at `now`, without changing anything
     /// (to choose among endpoints).
     pub fn peek(&self, now: Timestamp) -> Permit {
-        if !self.config.enabled {
-            return Permit::Allow;
-        }
         let now = now.max(self.clock.latest());
+        match self.mode {
+            BreakerMode::Auto => self.peek_auto(now),
+            BreakerMode::ForcedOpen => self.recheck(now),
+            BreakerMode::Disabled => Permit::Allow,
+            BreakerMode::MetricsOnly => match self.peek_auto(now) {
+                Permit::Deny { .. } => Permit::Allow,
+                p => p,
+            },
+        }
+    }
+
+    fn peek_auto(&self, now: Timestamp) -> Permit {
         match self.state {
             BreakerState::Closed => Permit::Allow,
             BreakerState::Open { until } if now < until => Permit::Deny { until },
@@ -472,12 +569,12 @@ impl Breaker {
         was_probe: bool,
         rng: &mut R,
     ) {
-        if !self.config.enabled {
-            return;
-        }
         let now = self.clock.observe(now);
         if was_probe {
             self.probes_in_flight = self.probes_in_flight.saturating_sub(1);
+        }
+        if self.mode.frozen() {
+            return;
         }
         match self.state {
             BreakerState::Closed => {
@@ -511,7 +608,7 @@ impl Breaker {
     /// Moves an open breaker whose time is up to half-open (the driver calls this at
     /// [`Breaker::poll_timeout`]); [`Breaker::permit`] does the same lazily.
     pub fn handle_timeout(&mut self, now: Timestamp) {
-        if !self.config.enabled {
+        if self.mode.frozen() {
             return;
         }
         let now = self.clock.observe(now);
@@ -539,11 +636,46 @@ impl Breaker {
         !self.events.is_empty()
     }
 
-    /// When open: the instant it may become half-open. Otherwise `None`.
+    /// When open: the instant it may become half-open. Otherwise `None`, and always
+    /// `None` in a mode that freezes the state ([`BreakerMode::ForcedOpen`],
+    /// [`BreakerMode::Disabled`]).
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self.state {
-            BreakerState::Open { until } => Some(until),
+            BreakerState::Open { until } if !self.mode.frozen() => Some(until),
             _ => None,
+        }
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> BreakerMode {
+        self.mode
+    }
+
+    /// Switches to `mode` at `now`, keeping the state as it is (an open breaker whose
+    /// time is up half-opens at the next permit once the mode runs the state machine
+    /// again). Probes in flight keep their slots until they report. Returns the mode
+    /// left.
+    pub fn set_mode(&mut self, now: Timestamp, mode: BreakerMode) -> BreakerMode {
+        self.clock.observe(now);
+        core::mem::replace(&mut self.mode, mode)
+    }
+
+    /// Closes the breaker at `now`, whatever its state: the window, the failure run,
+    /// the open-time growth and the probe count start afresh, and probes still in
+    /// flight belong to a period that is over (their results count as plain calls).
+    /// Emits the transition when the breaker was not closed. The mode is unchanged.
+    pub fn reset(&mut self, now: Timestamp) {
+        let now = self.clock.observe(now);
+        self.next_open_ns = self.open_for_ns;
+        self.probe_period = self.probe_period.wrapping_add(1);
+        self.probes_in_flight = 0;
+        if self.state == BreakerState::Closed {
+            self.closed_at = now;
+            self.consecutive = 0;
+            self.probe_successes = 0;
+            self.clear_window(now);
+        } else {
+            self.close(now);
         }
     }
 
@@ -591,6 +723,32 @@ impl Breaker {
         &self.config
     }
 
+    /// [`Breaker::permit`] in a mode other than `Auto`.
+    #[cold]
+    #[inline(never)]
+    fn permit_in_mode(&mut self, now: Timestamp) -> Permit {
+        match self.mode {
+            BreakerMode::Auto => self.permit_auto(now),
+            BreakerMode::ForcedOpen => {
+                let now = self.clock.observe(now);
+                self.recheck(now)
+            }
+            BreakerMode::Disabled => Permit::Allow,
+            BreakerMode::MetricsOnly => match self.permit_auto(now) {
+                Permit::Deny { .. } => Permit::Allow,
+                p => p,
+            },
+        }
+    }
+
+    /// A denial with no known lift instant (every probe slot taken, or forced open):
+    /// `open_for` bounds when to ask again.
+    fn recheck(&self, now: Timestamp) -> Permit {
+        Permit::Deny {
+            until: Timestamp::from_nanos(now.as_nanos().saturating_add(self.open_for_ns)),
+        }
+    }
+
     fn take_probe(&mut self, now: Timestamp) -> Permit {
         if self.probes_in_flight < self.config.half_open_probes {
             self.probes_in_flight = self.probes_in_flight.saturating_add(1);
@@ -601,9 +759,7 @@ impl Breaker {
     }
 
     fn probes_full(&self, now: Timestamp) -> Permit {
-        Permit::Deny {
-            until: Timestamp::from_nanos(now.as_nanos().saturating_add(self.open_for_ns)),
-        }
+        self.recheck(now)
     }
 
     /// Records one closed-state result; true when a model says to trip.

@@ -12,16 +12,21 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+mod control;
 mod endpoint;
 mod gate;
 mod ledger;
+mod status;
 
 use endpoint::EndpointState;
 use ledger::Ledger;
 pub use ledger::RECLAIM_GRACE;
+pub use status::{
+    BreakerStatus, EndpointStatus, KeyCondition, KeyStatus, LimiterStatus, ServerStatus,
+};
 
 use crate::backoff::Backoff;
-use crate::breaker::{Breaker, BreakerEvent};
+use crate::breaker::{Breaker, BreakerEvent, BreakerMode, StateKind};
 use crate::budget::RetryBudget;
 use crate::error::ConfigError;
 use crate::health::{HealthReport, HealthWindow};
@@ -95,6 +100,28 @@ pub enum EngineEvent {
         endpoint: EndpointId,
         /// The transition.
         event: BreakerEvent,
+    },
+    /// An operator changed an endpoint's breaker mode
+    /// ([`Engine::set_breaker_mode`]).
+    BreakerModeChanged {
+        /// When.
+        at: Timestamp,
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// The mode left.
+        from: BreakerMode,
+        /// The mode entered.
+        to: BreakerMode,
+    },
+    /// An operator reset an endpoint's breaker to closed ([`Engine::reset_breaker`]).
+    /// When it was not closed, an [`EngineEvent::Breaker`] transition to closed follows.
+    BreakerReset {
+        /// When.
+        at: Timestamp,
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// The state it was in.
+        from: StateKind,
     },
     /// A key cooled down, was disabled, or was enabled again.
     Key(PoolEvent),
@@ -207,18 +234,6 @@ impl Engine {
     /// The pool, for key states and counts.
     pub fn pool(&self) -> &Pool {
         &self.pool
-    }
-
-    /// Re-enables a disabled key (say, after the operator topped up the account).
-    pub fn enable_key(
-        &mut self,
-        now: Timestamp,
-        target: Target,
-    ) -> Result<(), crate::error::UsageError> {
-        let now = self.clock.observe(now);
-        let result = self.pool.enable_key(now, target);
-        self.drain_events();
-        result
     }
 
     /// An endpoint's breaker.

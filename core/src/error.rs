@@ -48,6 +48,14 @@ pub enum ConfigError {
         /// Dotted path of the field.
         field: &'static str,
     },
+    /// The field's value contradicts another field's (e.g. `breaker.mode =
+    /// "forced_open"` with `breaker.enabled = false`).
+    Conflict {
+        /// Dotted path of the field.
+        field: &'static str,
+        /// Dotted path of the field it contradicts.
+        with: &'static str,
+    },
 }
 
 impl ConfigError {
@@ -58,7 +66,8 @@ impl ConfigError {
             | ConfigError::OutOfRange { field, .. }
             | ConfigError::Empty { field }
             | ConfigError::TooMany { field, .. }
-            | ConfigError::Duplicate { field } => field,
+            | ConfigError::Duplicate { field }
+            | ConfigError::Conflict { field, .. } => field,
             ConfigError::Order { lower, .. } => lower,
         }
     }
@@ -82,6 +91,7 @@ impl core::fmt::Display for ConfigError {
                 write!(f, "{field}: at most {max} entries are supported")
             }
             ConfigError::Duplicate { field } => write!(f, "{field}: duplicate entry"),
+            ConfigError::Conflict { field, with } => write!(f, "{field}: contradicts {with}"),
         }
     }
 }

@@ -156,6 +156,8 @@ pub enum DisableReason {
     QuotaExhausted,
     /// Anything else that makes the key useless.
     Other,
+    /// An operator took the key out of service.
+    Operator,
 }
 
 /// The state of one key at an instant.
@@ -528,6 +530,13 @@ impl Pool {
             reason,
         });
         Ok(())
+    }
+
+    /// An operator takes `target` out of service: the same as
+    /// [`Pool::on_key_rejected`] with [`DisableReason::Operator`] (a key already
+    /// disabled keeps its first reason).
+    pub fn disable_key(&mut self, now: Timestamp, target: Target) -> Result<(), UsageError> {
+        self.on_key_rejected(now, target, DisableReason::Operator)
     }
 
     /// Makes `target` usable now: clears a disable and any cooldown (a new key was

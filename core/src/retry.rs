@@ -70,6 +70,9 @@ pub struct Attempt {
     /// For streams: the first event must arrive within this span (cut to the time
     /// left before the call's deadline).
     pub first_event_timeout: Option<Duration>,
+    /// For streams: the longest gap between events after the first (see
+    /// [`RetryConfig::stall_timeout`]).
+    pub stall_timeout: Option<Duration>,
     /// Sent as the `Idempotency-Key` header; the same on every attempt of the call.
     pub idempotency_key: IdempotencyKey,
 }
@@ -546,6 +549,7 @@ impl Call {
             deadline,
             connect_timeout: self.config.connect_timeout.min(timeout),
             first_event_timeout,
+            stall_timeout: self.config.stall_timeout,
             idempotency_key: self.key,
         }
     }

@@ -22,16 +22,17 @@ const FAST: &str = "[backoff]\nbase = \"20ms\"\ncap = \"200ms\"\n\
                     [breaker]\nopen_for = \"300ms\"\nopen_max = \"1s\"\n";
 
 /// A gateway in front of `mock`: an OpenAI endpoint `openai` (model `gpt-4o-mini`) and
-/// an Anthropic one `claude` (model `claude-3-5-haiku-latest`), both at the mock, with
-/// `extra` TOML added.
+/// an Anthropic one `claude` (model `claude-3-5-haiku-latest`, priority 1), both at the
+/// mock, with `extra` TOML added and a route `any` to both.
 async fn gateway(mock: &MockServer, extra: &str) -> Running {
     let url = mock.base_url();
     let text = format!(
         "{FAST}{extra}\n\
          [[endpoint]]\nname = \"openai\"\nprovider = \"openai\"\nbase_url = \"{url}\"\n\
          keys_env = [\"{MOCK_VAR}\"]\nmodel = \"gpt-4o-mini\"\n\
-         [[endpoint]]\nname = \"claude\"\nprovider = \"anthropic\"\nbase_url = \"{url}\"\n\
-         keys_env = [\"{MOCK_VAR}\"]\nmodel = \"claude-3-5-haiku-latest\"\n"
+         [[endpoint]]\nname = \"claude\"\npriority = 1\nprovider = \"anthropic\"\nbase_url = \"{url}\"\n\
+         keys_env = [\"{MOCK_VAR}\"]\nmodel = \"claude-3-5-haiku-latest\"\n\
+         [[route]]\nmodel = \"any\"\nendpoints = [\"openai\", \"claude\"]\n"
     );
     let file = config::from_toml(&text).expect("the config parses");
     let env = |v: &str| match v {
@@ -77,6 +78,12 @@ async fn post(gw: &Running, path: &str, body: &Value, headers: &[(&str, &str)]) 
         headers,
         text,
     }
+}
+
+/// A whole Chat Completions request for `model`.
+async fn ask(gw: &Running, model: &str, headers: &[(&str, &str)]) -> Got {
+    let body = openai_body(model, false);
+    post(gw, "/v1/chat/completions", &body, headers).await
 }
 
 /// The `data` of each event, with its `event` name.
@@ -155,8 +162,15 @@ async fn both_apis_reach_both_providers_whole_and_streamed() {
         assert_eq!(streamed.status, 200, "{}", streamed.text);
         assert_eq!(streamed.headers["content-type"], "text/event-stream");
         let (got, finished) = streamed_text(&streamed.text);
-        assert!(finished, "{path} {model}: no final event in {}", streamed.text);
-        assert_eq!(got, text, "{path} {model}: the stream says what the answer says");
+        assert!(
+            finished,
+            "{path} {model}: no final event in {}",
+            streamed.text
+        );
+        assert_eq!(
+            got, text,
+            "{path} {model}: the stream says what the answer says"
+        );
     }
     assert_eq!(mock.stats().total_requests, 8, "one upstream request each");
     gw.shutdown().await;
@@ -166,25 +180,47 @@ async fn both_apis_reach_both_providers_whole_and_streamed() {
 async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
     let mock = server("ok", 2, |_| {});
     let gw = gateway(&mock, "[gateway]\nkeys_env = [\"GW_KEY\"]\n").await;
-    let none = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+    let none = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(none.status, 401);
     let e: Value = serde_json::from_str(&none.text).unwrap();
     assert_eq!(e["error"]["code"], "invalid_api_key", "{e}");
     let wrong = [("x-api-key", "sk-wrong")];
-    let anth = post(&gw, "/v1/messages", &anthropic_body("gpt-4o-mini", false), &wrong).await;
+    let anth = post(
+        &gw,
+        "/v1/messages",
+        &anthropic_body("gpt-4o-mini", false),
+        &wrong,
+    )
+    .await;
     assert_eq!(anth.status, 401);
     let e: Value = serde_json::from_str(&anth.text).unwrap();
     assert_eq!(e["error"]["type"], "authentication_error", "{e}");
     let bearer = format!("Bearer {GATEWAY_KEY}");
     let ok = [("authorization", bearer.as_str())];
-    assert_eq!(post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &ok).await.status, 200);
+    assert_eq!(ask(&gw, "gpt-4o-mini", &ok).await.status, 200);
     let ok = [("x-api-key", GATEWAY_KEY)];
-    assert_eq!(post(&gw, "/v1/messages", &anthropic_body("claude-3-5-haiku-latest", false), &ok).await.status, 200);
-    let unknown = post(&gw, "/v1/chat/completions", &openai_body("gpt-9", false), &ok).await;
+    assert_eq!(
+        post(
+            &gw,
+            "/v1/messages",
+            &anthropic_body("claude-3-5-haiku-latest", false),
+            &ok
+        )
+        .await
+        .status,
+        200
+    );
+    let unknown = ask(&gw, "gpt-9", &ok).await;
     assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert!(unknown.text.contains("gpt-9"), "{}", unknown.text);
-    assert_eq!(mock.stats().total_requests, 2, "refused requests never go upstream");
-    let health = reqwest::get(format!("{}/healthz", gw.base_url())).await.unwrap();
+    assert_eq!(
+        mock.stats().total_requests,
+        2,
+        "refused requests never go upstream"
+    );
+    let health = reqwest::get(format!("{}/healthz", gw.base_url()))
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     let models = reqwest::Client::new()
         .get(format!("{}/v1/models", gw.base_url()))
@@ -195,8 +231,13 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
         .json::<Value>()
         .await
         .unwrap();
-    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
-    assert_eq!(ids, ["claude-3-5-haiku-latest", "gpt-4o-mini"]);
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["any", "claude-3-5-haiku-latest", "gpt-4o-mini"]);
     gw.shutdown().await;
 }
 
@@ -204,14 +245,14 @@ async fn gateway_keys_guard_the_apis_and_an_unknown_model_is_a_404() {
 async fn without_a_gateway_key_only_loopback_is_served() {
     let mock = server("ok", 3, |_| {});
     let url = mock.base_url();
-    let text = format!(
-        "[[endpoint]]\nbase_url = \"{url}\"\nkeys_env = [\"{MOCK_VAR}\"]\n"
-    );
+    let text = format!("[[endpoint]]\nbase_url = \"{url}\"\nkeys_env = [\"{MOCK_VAR}\"]\n");
     let env = |_: &str| Some(ApiKey::new(steadfast_mock::MOCK_KEY));
     let p = parts(config::from_toml(&text).unwrap(), None, &env).unwrap();
     let (gw, ender) = Gateway::new(p).unwrap();
     // Refused before anything is bound.
-    let err = serve::start(gw, ender, "0.0.0.0:0".parse().unwrap()).await.unwrap_err();
+    let err = serve::start(gw, ender, "0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(err, serve::ServeError::Unprotected(_)), "{err}");
     assert!(err.to_string().contains("keys_env"), "{err}");
 }
@@ -228,18 +269,38 @@ async fn concurrent_requests_with_one_key_are_served_once_and_a_success_is_repla
     let calls = (0..5).map(|_| post(&gw, "/v1/chat/completions", &body, &key));
     let got = futures_util::future::join_all(calls).await;
     assert!(got.iter().all(|g| g.status == 200));
-    assert!(got.iter().all(|g| g.text == got[0].text), "one answer for all");
-    let joined = got.iter().filter(|g| g.headers.get("x-steadfast-replayed").is_some_and(|v| v == "joined")).count();
+    assert!(
+        got.iter().all(|g| g.text == got[0].text),
+        "one answer for all"
+    );
+    let joined = got
+        .iter()
+        .filter(|g| {
+            g.headers
+                .get("x-steadfast-replayed")
+                .is_some_and(|v| v == "joined")
+        })
+        .count();
     assert_eq!(joined, 4, "four waited for the first");
     assert_eq!(mock.stats().total_requests, 1, "served once upstream");
     let again = post(&gw, "/v1/chat/completions", &body, &key).await;
     assert_eq!(again.headers["x-steadfast-replayed"], "stored");
     assert_eq!(again.text, got[0].text);
-    let other = post(&gw, "/v1/chat/completions", &body, &[("idempotency-key", "order-2")]).await;
+    let other = post(
+        &gw,
+        "/v1/chat/completions",
+        &body,
+        &[("idempotency-key", "order-2")],
+    )
+    .await;
     assert!(other.headers.get("x-steadfast-replayed").is_none());
     let stats = mock.stats();
     assert_eq!(stats.total_requests, 2);
-    assert_eq!(stats.keys.len(), 2, "each client key became one upstream key");
+    assert_eq!(
+        stats.keys.len(),
+        2,
+        "each client key became one upstream key"
+    );
     gw.shutdown().await;
 }
 
@@ -256,39 +317,58 @@ async fn a_burst_is_paced_for_every_client_together() {
     let calls = (0..60).map(|_| post(&gw, "/v1/chat/completions", &body, &[]));
     let got = futures_util::future::join_all(calls).await;
     // Printed for the record (the ideal is 5 s of refill); never asserted.
-    println!("60 requests in {:?}; upstream {:?}", started.elapsed(), mock.stats().by_status);
-    let failed: Vec<&str> = got.iter().filter(|g| g.status != 200).map(|g| g.text.as_str()).collect();
+    println!(
+        "60 requests in {:?}; upstream {:?}",
+        started.elapsed(),
+        mock.stats().by_status
+    );
+    let failed: Vec<&str> = got
+        .iter()
+        .filter(|g| g.status != 200)
+        .map(|g| g.text.as_str())
+        .collect();
     assert!(failed.is_empty(), "{} failed: {failed:?}", failed.len());
     let stats = mock.stats();
     assert_eq!(stats.early, 0, "no request before its hint: {stats:?}");
     let limited = stats.by_status.get(&429).copied().unwrap_or(0);
-    assert!(limited <= 12, "paced, not hammering: {limited} 429s of {}", stats.total_requests);
+    assert!(
+        limited <= 12,
+        "paced, not hammering: {limited} 429s of {}",
+        stats.total_requests
+    );
     gw.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_give_up_is_the_providers_error_with_its_retry_after() {
     let mock = server("ok", 6, |_| {});
-    let too_long = Fault::Status {
-        status: 429,
-        retry_after: Some("3600".into()),
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let too_long = Fault::status_retry_after(429, "3600");
     mock.push_faults(&[too_long.clone(), too_long]);
     let gw = gateway(&mock, "").await;
-    let openai = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+    let openai = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(openai.status, 429, "{}", openai.text);
     assert_eq!(openai.headers["retry-after"], "3600");
     assert_eq!(openai.headers["x-steadfast-give-up"], "hint_too_long");
     let e: Value = serde_json::from_str(&openai.text).unwrap();
     assert_eq!(e["error"]["code"], "rate_limit_exceeded", "{e}");
-    let anth = post(&gw, "/v1/messages", &anthropic_body("claude-3-5-haiku-latest", false), &[]).await;
+    let anth = post(
+        &gw,
+        "/v1/messages",
+        &anthropic_body("claude-3-5-haiku-latest", false),
+        &[],
+    )
+    .await;
     assert_eq!(anth.status, 429, "{}", anth.text);
     let e: Value = serde_json::from_str(&anth.text).unwrap();
-    assert_eq!((e["type"].as_str(), e["error"]["type"].as_str()), (Some("error"), Some("rate_limit_error")));
-    assert_eq!(mock.stats().total_requests, 2, "a wait past the limit ends the call at once");
+    assert_eq!(
+        (e["type"].as_str(), e["error"]["type"].as_str()),
+        (Some("error"), Some("rate_limit_error"))
+    );
+    assert_eq!(
+        mock.stats().total_requests,
+        2,
+        "a wait past the limit ends the call at once"
+    );
     gw.shutdown().await;
 }
 
@@ -296,17 +376,21 @@ async fn a_give_up_is_the_providers_error_with_its_retry_after() {
 async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
     let mock = server("ok", 7, |_| {});
     let gw = gateway(&mock, "").await;
-    let unavailable = Fault::Status {
-        status: 503,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let unavailable = Fault::status(503);
     mock.push_faults(&[unavailable, Fault::Ok]);
-    let retried = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", true), &[]).await;
+    let retried = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", true),
+        &[],
+    )
+    .await;
     assert_eq!(retried.status, 200);
-    assert!(streamed_text(&retried.text).1, "complete after a retry: {}", retried.text);
+    assert!(
+        streamed_text(&retried.text).1,
+        "complete after a retry: {}",
+        retried.text
+    );
     assert_eq!(mock.stats().total_requests, 2);
     for (path, body) in [
         ("/v1/chat/completions", openai_body("gpt-4o-mini", true)),
@@ -319,74 +403,214 @@ async fn a_stream_is_retried_before_its_first_byte_and_never_after() {
         let evs = events(&cut.text);
         let (name, last) = evs.last().cloned().unwrap();
         let last: Value = serde_json::from_str(&last).expect("the last event is JSON");
-        assert!(last.get("error").is_some(), "{path}: ends with an error event: {}", cut.text);
+        assert!(
+            last.get("error").is_some(),
+            "{path}: ends with an error event: {}",
+            cut.text
+        );
         if path == "/v1/messages" {
             assert_eq!(name.as_deref(), Some("error"));
         }
         assert!(!streamed_text(&cut.text).1, "not passed off as complete");
-        assert_eq!(mock.stats().total_requests, 1, "{path}: never retried after the first byte");
+        assert_eq!(
+            mock.stats().total_requests,
+            1,
+            "{path}: never retried after the first byte"
+        );
     }
-    let metrics = reqwest::get(format!("{}/metrics", gw.base_url())).await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("steadfast_gateway_stream_cuts_total 2"), "{metrics}");
+    let metrics = reqwest::get(format!("{}/metrics", gw.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("steadfast_gateway_stream_cuts_total 2"),
+        "{metrics}"
+    );
     gw.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_carry_the_genai_and_resilience_series() {
     let mock = server("ok", 8, |_| {});
-    let unavailable = Fault::Status {
-        status: 503,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    };
+    let unavailable = Fault::status(503);
     mock.push_faults(&[unavailable]);
     let gw = gateway(&mock, "").await;
     for _ in 0..3 {
-        let g = post(&gw, "/v1/chat/completions", &openai_body("gpt-4o-mini", false), &[]).await;
+        let g = ask(&gw, "gpt-4o-mini", &[]).await;
         assert_eq!(g.status, 200);
     }
-    let text = reqwest::get(format!("{}/metrics", gw.base_url())).await.unwrap().text().await.unwrap();
+    let text = reqwest::get(format!("{}/metrics", gw.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let series: HashMap<&str, &str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.rsplit_once(' '))
         .collect();
-    let get = |k: &str| series.get(k).copied().unwrap_or_else(|| panic!("no {k} in\n{text}"));
-    assert_eq!(get("gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"}"), "3");
+    let get = |k: &str| {
+        series
+            .get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("no {k} in\n{text}"))
+    };
+    assert_eq!(
+        get("gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"}"),
+        "3"
+    );
     assert_eq!(get("steadfast_attempts_total"), "4");
     assert_eq!(get("steadfast_retries_total"), "1");
-    assert_eq!(get("steadfast_gateway_requests_total{path=\"/v1/chat/completions\",status=\"200\"}"), "3");
+    assert_eq!(
+        get("steadfast_gateway_requests_total{path=\"/v1/chat/completions\",status=\"200\"}"),
+        "3"
+    );
     assert_eq!(get("steadfast_breaker_state{endpoint=\"openai\"}"), "0");
-    assert_eq!(get("steadfast_keys{endpoint=\"claude\",state=\"usable\"}"), "1");
-    assert_eq!(get("gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"}"), "3");
+    assert_eq!(
+        get("steadfast_keys{endpoint=\"claude\",state=\"usable\"}"),
+        "1"
+    );
+    assert_eq!(
+        get(
+            "gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"}"
+        ),
+        "3"
+    );
     gw.shutdown().await;
 }
 
+async fn admin(
+    gw: &Running,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{}/admin/{path}", gw.base_url()))
+        .header("x-api-key", GATEWAY_KEY);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+/// An admin action that must succeed.
+async fn act(gw: &Running, path: &str, body: Option<Value>) {
+    let (status, answer) = admin(gw, reqwest::Method::POST, path, body).await;
+    assert_eq!(status, 200, "{path}: {answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_admin_api_shows_each_endpoint_behind_the_gateway_key() {
+async fn operators_see_and_steer_endpoints_and_keys_behind_the_gateway_key() {
+    use reqwest::Method;
     let mock = server("ok", 9, |_| {});
     let gw = gateway(&mock, "[gateway]\nkeys_env = [\"GW_KEY\"]\n").await;
-    let url = format!("{}/admin/endpoints", gw.base_url());
-    let refused = reqwest::get(&url).await.unwrap();
-    assert_eq!(refused.status(), 401);
-    let view: Value = reqwest::Client::new()
-        .get(&url)
-        .header("x-api-key", GATEWAY_KEY)
-        .send()
-        .await
-        .unwrap()
-        .json()
+    let refused = reqwest::get(format!("{}/admin/endpoints", gw.base_url()))
         .await
         .unwrap();
+    assert_eq!(refused.status(), 401);
+    let (status, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(status, 200, "{view}");
     let endpoints = view["endpoints"].as_array().unwrap();
     assert_eq!(endpoints.len(), 2, "{view}");
-    assert_eq!(endpoints[0]["name"], "openai");
-    assert_eq!(endpoints[1]["provider"], "anthropic");
-    assert_eq!(endpoints[0]["breaker"]["state"], "closed");
-    assert_eq!(endpoints[0]["keys"][0]["state"]["state"], "usable");
-    assert!(!view.to_string().contains(steadfast_mock::MOCK_KEY), "no key in the view");
+    assert_eq!(
+        (
+            endpoints[0]["name"].as_str(),
+            endpoints[1]["provider"].as_str()
+        ),
+        (Some("openai"), Some("anthropic"))
+    );
+    let breaker = &endpoints[0]["status"]["breaker"];
+    assert_eq!(
+        (breaker["mode"].as_str(), breaker["state"].as_str()),
+        (Some("auto"), Some("closed")),
+        "{view}"
+    );
+    assert_eq!(
+        endpoints[0]["status"]["keys"][0]["condition"], "usable",
+        "{view}"
+    );
+    assert!(
+        !view.to_string().contains(steadfast_mock::MOCK_KEY),
+        "no key in the view"
+    );
+
+    let bearer = format!("Bearer {GATEWAY_KEY}");
+    let auth = [("authorization", bearer.as_str())];
+    let served = |g: &Got| {
+        g.headers
+            .get("x-steadfast-endpoint")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let first = ask(&gw, "any", &auth).await;
+    assert_eq!(
+        served(&first).as_deref(),
+        Some("openai"),
+        "the preferred endpoint"
+    );
+    // Forced open: its calls fail over, and it gets nothing.
+    act(&gw, "endpoints/openai/open", None).await;
+    let before = mock.stats().total_requests;
+    let moved = ask(&gw, "any", &auth).await;
+    assert_eq!(served(&moved).as_deref(), Some("claude"), "{}", moved.text);
+    let only = ask(&gw, "gpt-4o-mini", &auth).await;
+    assert_eq!(only.status, 503, "{}", only.text);
+    assert_eq!(only.headers["x-steadfast-give-up"], "breaker_open");
+    assert!(only.headers.contains_key("retry-after"));
+    assert_eq!(
+        mock.stats().total_requests,
+        before + 1,
+        "only the failover went upstream"
+    );
+    let (_, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(
+        view["endpoints"][0]["status"]["breaker"]["mode"], "forced_open",
+        "{view}"
+    );
+    // Reset: back where it was.
+    act(&gw, "endpoints/openai/reset", None).await;
+    let back = ask(&gw, "any", &auth).await;
+    assert_eq!(served(&back).as_deref(), Some("openai"));
+    // A key disabled by hand is skipped until enabled.
+    act(&gw, "endpoints/openai/keys/0/disable", None).await;
+    let no_key = ask(&gw, "gpt-4o-mini", &auth).await;
+    assert_eq!(
+        no_key.headers["x-steadfast-give-up"], "no_usable_key",
+        "{}",
+        no_key.text
+    );
+    let (_, view) = admin(&gw, Method::GET, "endpoints", None).await;
+    assert_eq!(
+        view["endpoints"][0]["status"]["keys"][0]["condition"]["disabled"]["reason"], "operator",
+        "{view}"
+    );
+    act(&gw, "endpoints/openai/keys/0/enable", None).await;
+    let again = ask(&gw, "gpt-4o-mini", &auth).await;
+    assert_eq!(again.status, 200);
+    // A mode by name; bad names and unknown endpoints are refused by name.
+    let mode = Some(json!({"mode": "metrics_only"}));
+    act(&gw, "endpoints/claude/mode", mode).await;
+    let (status, e) = admin(
+        &gw,
+        Method::POST,
+        "endpoints/claude/mode",
+        Some(json!({"mode": "off"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("metrics_only"),
+        "{e}"
+    );
+    let (status, e) = admin(&gw, Method::POST, "endpoints/nope/open", None).await;
+    assert_eq!(status, 404, "{e}");
     gw.shutdown().await;
 }
 
@@ -402,10 +626,15 @@ async fn shutdown_lets_in_flight_requests_finish() {
     let client = reqwest::Client::new();
     let calls: Vec<_> = (0..20)
         .map(|_| {
-            let req = client.post(format!("{base}/v1/chat/completions")).json(&body);
+            let req = client
+                .post(format!("{base}/v1/chat/completions"))
+                .json(&body);
             tokio::spawn(async move {
                 let r = req.send().await.expect("answered");
-                (r.status().as_u16(), r.json::<Value>().await.expect("whole JSON"))
+                (
+                    r.status().as_u16(),
+                    r.json::<Value>().await.expect("whole JSON"),
+                )
             })
         })
         .collect();
@@ -423,6 +652,37 @@ async fn shutdown_lets_in_flight_requests_finish() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["object"], "chat.completion");
     }
-    let after = client.post(format!("{base}/v1/chat/completions")).json(&body).send().await;
+    let after = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await;
     assert!(after.is_err(), "no longer accepting");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_requests_reach_anthropic_as_they_are_and_are_translated_only_for_openai() {
+    let mock = server("ok", 11, |_| {});
+    let gw = gateway(&mock, "").await;
+    // `top_k` has no Chat Completions equivalent.
+    let mut body = anthropic_body("claude-3-5-haiku-latest", false);
+    body["top_k"] = json!(5);
+    let native = post(&gw, "/v1/messages", &body, &[]).await;
+    assert_eq!(native.status, 200, "{}", native.text);
+    body["model"] = json!("gpt-4o-mini");
+    let refused = post(&gw, "/v1/messages", &body, &[]).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    let e: Value = serde_json::from_str(&refused.text).unwrap();
+    assert_eq!(e["error"]["type"], "invalid_request_error", "{e}");
+    assert!(
+        refused.text.contains("top_k"),
+        "names the field: {}",
+        refused.text
+    );
+    assert_eq!(
+        mock.stats().total_requests,
+        1,
+        "the refused one never went upstream"
+    );
+    gw.shutdown().await;
 }

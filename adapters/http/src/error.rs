@@ -266,6 +266,8 @@ pub enum Interruption {
     Cut,
     /// The stream outlived the attempt timeout.
     Timeout,
+    /// No event came for the policy's `stall_timeout`.
+    Stalled,
     /// An event's data was not the JSON the API promises.
     Malformed,
     /// The server sent an error event (say, Anthropic's `overloaded_error`).
@@ -282,6 +284,7 @@ impl fmt::Display for Interruption {
         f.write_str(match self {
             Interruption::Cut => "connection cut",
             Interruption::Timeout => "timed out",
+            Interruption::Stalled => "stalled",
             Interruption::Malformed => "malformed event",
             Interruption::ErrorEvent => "error event",
             Interruption::Unfinished => "ended without its final event",

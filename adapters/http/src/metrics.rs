@@ -333,6 +333,26 @@ fn trace_engine(ev: &EngineEvent) {
             to = ?event.to,
             "breaker transition"
         ),
+        EngineEvent::BreakerModeChanged {
+            at,
+            endpoint,
+            from,
+            to,
+        } => warn!(
+            target: "steadfast",
+            at = %at,
+            endpoint = %endpoint,
+            from = %from,
+            to = %to,
+            "breaker mode changed"
+        ),
+        EngineEvent::BreakerReset { at, endpoint, from } => warn!(
+            target: "steadfast",
+            at = %at,
+            endpoint = %endpoint,
+            from = ?from,
+            "breaker reset"
+        ),
         EngineEvent::Key(PoolEvent::KeyCooled { at, target, until }) => {
             info!(target: "steadfast", at = %at, key = %target, until = %until, "key cooling down");
         }

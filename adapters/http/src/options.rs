@@ -9,6 +9,8 @@ use http::header::{HeaderName, HeaderValue};
 use steadfast_core::ids::EndpointSet;
 use steadfast_core::retry::RetryConfig;
 
+use crate::provider::Provider;
+
 /// Changes to the policy's retry rules; each `None` keeps the policy's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -84,6 +86,10 @@ pub struct CallOptions {
     /// on standby. Attempts go to them in the pool's order, and failover stays among
     /// them.
     pub endpoints: Option<EndpointSet>,
+    /// The API the request is in, and its reply will be in: translated for the
+    /// endpoints that speak the other (a gateway serving both APIs). `None`: the
+    /// client's shape (OpenAI's for a canonical client; else each endpoint's own).
+    pub shape: Option<Provider>,
 }
 
 impl CallOptions {
@@ -134,6 +140,13 @@ impl CallOptions {
     #[must_use]
     pub fn only_endpoints(mut self, endpoints: EndpointSet) -> CallOptions {
         self.endpoints = Some(endpoints);
+        self
+    }
+
+    /// The request is in `shape`'s API (see [`CallOptions::shape`]).
+    #[must_use]
+    pub fn shape(mut self, shape: Provider) -> CallOptions {
+        self.shape = Some(shape);
         self
     }
 

@@ -104,8 +104,10 @@ pub struct Session<'c, E> {
     extra: HeaderMap,
     /// Why the request was refused before any attempt, if it was.
     refused: Option<RequestError>,
-    /// A canonical request as Anthropic's Messages API takes it (when some endpoint
-    /// speaks it).
+    /// The API the request and the reply are in, when they are translated for the
+    /// endpoints of the other (`None`: each endpoint gets the request as it is).
+    shape: Option<Provider>,
+    /// The request as the other API takes it (when some endpoint it may use speaks it).
     translated: Option<Value>,
     tally: CallTally,
     bodies: Vec<Option<Bytes>>,
@@ -144,6 +146,7 @@ impl<'c, E> Session<'c, E> {
             retry: None,
             extra: HeaderMap::new(),
             only: None,
+            shape: None,
         };
         Session::start(shared, now, request, stream, opening)
     }
@@ -167,6 +170,7 @@ impl<'c, E> Session<'c, E> {
             retry: (!options.retry.is_empty() && invalid.is_none()).then_some(retry),
             extra: options.headers.clone(),
             only: options.endpoints,
+            shape: options.shape,
         };
         let mut s = Session::start(shared, now, request, stream, opening);
         if let Some(e) = invalid {
@@ -187,7 +191,9 @@ impl<'c, E> Session<'c, E> {
             retry,
             extra,
             only,
+            shape,
         } = opening;
+        let shape = shape.or(shared.canonical.then_some(Provider::OpenAi));
         let first = Start {
             request,
             stream,
@@ -204,6 +210,7 @@ impl<'c, E> Session<'c, E> {
             retry,
             extra,
             refused: None,
+            shape,
             translated: None,
             tally: CallTally::new(stream),
             bodies: vec![None; shared.endpoints.len()],
@@ -219,14 +226,25 @@ impl<'c, E> Session<'c, E> {
             finish: None,
             chain: Chain::new(),
         };
-        if shared.translates(only) {
-            match chat::to_anthropic(request) {
+        if let Some(shape) = shape.filter(|&p| shared.translates(only, p)) {
+            let other = match shape {
+                Provider::OpenAi => chat::to_anthropic(request),
+                Provider::Anthropic => chat::from_anthropic_request(request),
+            };
+            match other {
                 Ok(body) => s.translated = Some(body),
                 Err(e) => s.refused = Some(RequestError::Untranslatable(e)),
             }
         }
         s.drain_call_events();
         s
+    }
+
+    /// Whether the exchange with `endpoint` is translated: the call is in the other
+    /// API's shape.
+    fn translates_for(&self, endpoint: EndpointId) -> bool {
+        self.shape
+            .is_some_and(|shape| shape != self.shared.provider(endpoint))
     }
 
     /// The idempotency key every attempt of the running call carries.
@@ -350,7 +368,7 @@ impl<'c, E> Session<'c, E> {
             }
         }
         let request = match &self.translated {
-            Some(t) if shared.translated(attempt.target.endpoint) => t,
+            Some(t) if self.translates_for(attempt.target.endpoint) => t,
             _ => self.request,
         };
         let body = match self.bodies.get_mut(e) {
@@ -389,10 +407,14 @@ impl<'c, E> Session<'c, E> {
     pub fn on_response(&mut self, now: Now, status: u16, headers: &HeaderMap, body: &[u8]) {
         let (mut outcome, mut json) = outcome::response(status, headers, body, now.wall_unix);
         if let (Some(a), Some(answer)) = (self.in_flight, &json)
-            && self.shared.translated(a.target.endpoint)
+            && self.translates_for(a.target.endpoint)
         {
-            match chat::from_anthropic_response(answer, now.wall_unix) {
-                Ok(canonical) => json = Some(canonical),
+            let translated = match self.shape {
+                Some(Provider::Anthropic) => chat::to_anthropic_response(answer),
+                _ => chat::from_anthropic_response(answer, now.wall_unix),
+            };
+            match translated {
+                Ok(answer) => json = Some(answer),
                 Err(_) => (outcome, json) = (outcome::malformed(outcome), None),
             }
         }
@@ -470,8 +492,11 @@ impl<'c, E> Session<'c, E> {
         let endpoint = self.in_flight.map(|a| a.target.endpoint);
         let provider = endpoint.map_or(Provider::OpenAi, |e| self.shared.provider(e));
         let mut reader = EventReader::new(provider).with_limit(self.shared.max_body);
-        if endpoint.is_some_and(|e| self.shared.translated(e)) {
-            reader = reader.translating(now.wall_unix, chat::wants_usage(self.request));
+        if endpoint.is_some_and(|e| self.translates_for(e)) {
+            reader = match self.shape {
+                Some(Provider::Anthropic) => reader.translating_to_anthropic(),
+                _ => reader.translating(now.wall_unix, chat::wants_usage(self.request)),
+            };
         }
         reader.with_metrics(Arc::clone(&self.shared.metrics))
     }
@@ -580,6 +605,7 @@ struct Opening<'a> {
     retry: Option<RetryConfig>,
     extra: HeaderMap,
     only: Option<EndpointSet>,
+    shape: Option<Provider>,
 }
 
 impl Start<'_> {

@@ -209,9 +209,9 @@ impl Shared {
         self.canonical
     }
 
-    /// Whether a canonical call's body must be translated for some endpoint it may
-    /// use: one of `only` (any, when `None`) or a fallback's.
-    pub(crate) fn translates(&self, only: Option<EndpointSet>) -> bool {
+    /// Whether a call in `shape` must be translated for some endpoint it may use:
+    /// one of `only` (any, when `None`) or a fallback's.
+    pub(crate) fn translates(&self, only: Option<EndpointSet>, shape: Provider) -> bool {
         let usable = |id: EndpointId| {
             only.is_none_or(|set| set.contains(id))
                 || self
@@ -219,16 +219,10 @@ impl Shared {
                     .iter()
                     .any(|f| matches!(f, FallbackSlot::Endpoint(e) if *e == id))
         };
-        self.canonical
-            && (0..self.endpoints.len()).any(|i| {
-                let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
-                usable(id) && self.provider(id) == Provider::Anthropic
-            })
-    }
-
-    /// Whether a canonical call's exchange with `endpoint` is translated.
-    pub(crate) fn translated(&self, endpoint: EndpointId) -> bool {
-        self.canonical && self.provider(endpoint) == Provider::Anthropic
+        (0..self.endpoints.len()).any(|i| {
+            let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            usable(id) && self.provider(id) != shape
+        })
     }
 
     /// The largest response body read, in bytes.

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::chat::FromAnthropicStream;
+use crate::chat::{FromAnthropicStream, ToAnthropicStream};
 use crate::error::{DEFAULT_MAX_BODY, Interruption, StreamError};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
@@ -36,11 +36,21 @@ pub struct EventReader {
     text: StreamText,
     /// Events read and not yet handed over (translated ones, for a canonical call).
     ready: VecDeque<SseEvent>,
-    /// For a canonical call to an Anthropic endpoint: its events as OpenAI chunks.
-    translate: Option<FromAnthropicStream>,
+    /// For a call in the other API's shape than the endpoint's: the translation of
+    /// its events.
+    translate: Option<Translation>,
     over: bool,
     limit: u64,
     metrics: Option<Arc<Metrics>>,
+}
+
+/// How a translated stream's events become the call's.
+#[derive(Debug)]
+enum Translation {
+    /// Anthropic's events as OpenAI chunks.
+    FromAnthropic(Box<FromAnthropicStream>),
+    /// OpenAI chunks as Anthropic's events.
+    ToAnthropic(Box<ToAnthropicStream>),
 }
 
 impl EventReader {
@@ -70,16 +80,25 @@ impl EventReader {
     /// `created` (Unix seconds): the stream of a canonical call.
     #[must_use]
     pub fn translating(mut self, created: u64, include_usage: bool) -> EventReader {
-        self.translate = Some(FromAnthropicStream::new(created, include_usage));
+        let t = FromAnthropicStream::new(created, include_usage);
+        self.translate = Some(Translation::FromAnthropic(Box::new(t)));
         self
     }
 
-    /// The API whose events the reader hands over: OpenAI's for a translated stream.
+    /// The same reader handing over an OpenAI stream as Anthropic's events: the
+    /// stream of a call in Anthropic's shape sent to an OpenAI endpoint.
+    #[must_use]
+    pub fn translating_to_anthropic(mut self) -> EventReader {
+        self.translate = Some(Translation::ToAnthropic(Box::default()));
+        self
+    }
+
+    /// The API whose events the reader hands over: the call's, when translated.
     pub fn handed_over(&self) -> Provider {
-        if self.translate.is_some() {
-            Provider::OpenAi
-        } else {
-            self.text.provider()
+        match &self.translate {
+            Some(Translation::FromAnthropic(_)) => Provider::OpenAi,
+            Some(Translation::ToAnthropic(_)) => Provider::Anthropic,
+            None => self.text.provider(),
         }
     }
 
@@ -113,13 +132,20 @@ impl EventReader {
     /// Queues `ev` for the caller, translated when the call is canonical; an event the
     /// translation refuses is a malformed stream.
     fn hand_over(&mut self, ev: SseEvent) -> Result<(), Interruption> {
-        let Some(t) = &mut self.translate else {
-            self.ready.push_back(ev);
-            return Ok(());
-        };
-        t.push(&ev).map_err(|_| Interruption::Malformed)?;
-        while let Some(chunk) = t.next_chunk() {
-            self.ready.push_back(chunk.to_sse());
+        match &mut self.translate {
+            None => self.ready.push_back(ev),
+            Some(Translation::FromAnthropic(t)) => {
+                t.push(&ev).map_err(|_| Interruption::Malformed)?;
+                while let Some(chunk) = t.next_chunk() {
+                    self.ready.push_back(chunk.to_sse());
+                }
+            }
+            Some(Translation::ToAnthropic(t)) => {
+                t.push(&ev).map_err(|_| Interruption::Malformed)?;
+                while let Some(event) = t.next_event() {
+                    self.ready.push_back(event.to_sse());
+                }
+            }
         }
         Ok(())
     }

@@ -39,11 +39,11 @@ impl Clock {
     }
 }
 
-fn request(http: &reqwest::Client, out: Outgoing<'_>) -> reqwest::RequestBuilder {
-    http.post(out.url)
-        .headers(out.headers)
-        .body(out.body)
-        .timeout(out.attempt.timeout)
+/// The request of `out`, bounded as a whole by the attempt's timeout when `whole`.
+fn request(http: &reqwest::Client, out: Outgoing<'_>, whole: bool) -> reqwest::RequestBuilder {
+    let timeout = out.attempt.timeout;
+    let req = http.post(out.url).headers(out.headers).body(out.body);
+    if whole { req.timeout(timeout) } else { req }
 }
 
 /// A call, with its fallbacks (the session runs them).
@@ -63,8 +63,14 @@ pub(crate) async fn chat(
 }
 
 /// Sends; `None` when the attempt failed before a response (and was reported).
-async fn send(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<reqwest::Response> {
-    match request(&c.http, out).send().await {
+/// `whole`: the attempt's timeout bounds the whole exchange.
+async fn send(
+    c: &Inner,
+    s: &mut S<'_>,
+    out: Outgoing<'_>,
+    whole: bool,
+) -> Option<reqwest::Response> {
+    match request(&c.http, out, whole).send().await {
         Ok(r) => Some(r),
         Err(e) if head_too_large(&e) => {
             s.on_head_too_large(c.clock.now(), Some(e));
@@ -78,7 +84,7 @@ async fn send(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<reqwest::Re
 }
 
 async fn exchange(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) {
-    if let Some(resp) = send(c, s, out).await {
+    if let Some(resp) = send(c, s, out, true).await {
         read_whole(c, s, resp).await;
     }
 }
@@ -109,6 +115,8 @@ async fn read_whole(c: &Inner, s: &mut S<'_>, mut resp: reqwest::Response) {
 pub(crate) struct Opened {
     pub resp: reqwest::Response,
     pub reader: steadfast_http::EventReader,
+    /// The longest gap between events (the policy's `stall_timeout`).
+    pub stall: Option<std::time::Duration>,
 }
 
 /// A streamed call: retried until the first event arrives.
@@ -133,8 +141,10 @@ pub(crate) async fn stream(
 /// One stream attempt, until its first event (within the first-event timeout).
 async fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = Instant::now() + out.first_event_timeout();
+    let stall = out.attempt.stall_timeout;
     let attempt = async {
-        let mut resp = send(c, s, out).await?;
+        // With a stall timeout, a stream is bounded by its gaps, not its whole length.
+        let mut resp = send(c, s, out, stall.is_none()).await?;
         let status = resp.status().as_u16();
         let Some(mut reader) = s.stream_reader(c.clock.now(), status) else {
             read_whole(c, s, resp).await;
@@ -146,7 +156,11 @@ async fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
                     reader.push(&bytes);
                     if let Some(ok) = reader.first_event() {
                         s.on_stream_started(c.clock.now(), status, resp.headers(), ok);
-                        return ok.then_some(Opened { resp, reader });
+                        return ok.then_some(Opened {
+                            resp,
+                            reader,
+                            stall,
+                        });
                     }
                     if reader.over_limit() {
                         s.on_body_too_large(c.clock.now(), status, resp.headers());

@@ -5,11 +5,29 @@ use std::task::{Context, Poll};
 
 use futures_util::Stream;
 use steadfast_http::{Interruption, Next, Provider, SseEvent, TextEvent, TextFold, TextStep};
+use tokio::time::Instant;
 
 use crate::StreamError;
 use crate::drive::Opened;
 
 type Item = Result<SseEvent, StreamError>;
+
+/// No event came within the stall timeout.
+struct Stalled;
+
+/// The next piece of the body, before `by` (the last event's instant plus the stall
+/// timeout) when there is a stall timeout.
+async fn read(
+    o: &mut Opened,
+    by: Option<Instant>,
+) -> Result<reqwest::Result<Option<bytes::Bytes>>, Stalled> {
+    match by {
+        Some(by) => tokio::time::timeout_at(by, o.resp.chunk())
+            .await
+            .map_err(|_| Stalled),
+        None => Ok(o.resp.chunk().await),
+    }
+}
 
 /// The events of a started stream: the first one (already received), then the rest
 /// as they arrive. After an `Err` (the stream was interrupted; it carries the text so
@@ -31,17 +49,23 @@ impl EventStream {
         let shape = opened
             .as_ref()
             .map_or(Provider::OpenAi, |o| o.reader.handed_over());
-        let inner = futures_util::stream::unfold(opened, |state| async move {
-            let mut o = state?;
+        // The first event has just arrived: the first gap starts now.
+        let state = opened.map(|o| {
+            let by = o.stall.map(|gap| Instant::now() + gap);
+            (o, by)
+        });
+        let inner = futures_util::stream::unfold(state, |state| async move {
+            let (mut o, mut by) = state?;
             loop {
                 let next = match o.reader.next_item() {
-                    Next::Read => match o.resp.chunk().await {
-                        Ok(Some(bytes)) => {
+                    Next::Read => match read(&mut o, by).await {
+                        Err(Stalled) => o.reader.on_error(Interruption::Stalled, None),
+                        Ok(Ok(Some(bytes))) => {
                             o.reader.push(&bytes);
                             continue;
                         }
-                        Ok(None) => o.reader.on_eof(),
-                        Err(e) => {
+                        Ok(Ok(None)) => o.reader.on_eof(),
+                        Ok(Err(e)) => {
                             let cause = if e.is_timeout() {
                                 Interruption::Timeout
                             } else {
@@ -52,8 +76,12 @@ impl EventStream {
                     },
                     next => next,
                 };
+                // Bytes that make no event (comments, filler) do not reset the stall.
+                if let (Next::Item(Ok(_)), Some(gap)) = (&next, o.stall) {
+                    by = Some(Instant::now() + gap);
+                }
                 return match next {
-                    Next::Item(item) => Some((item, Some(o))),
+                    Next::Item(item) => Some((item, Some((o, by)))),
                     Next::Read | Next::End => None,
                 };
             }

@@ -179,6 +179,7 @@ fn disable_name(r: DisableReason) -> &'static str {
         DisableReason::Forbidden => "forbidden",
         DisableReason::QuotaExhausted => "quota_exhausted",
         DisableReason::Other => "other",
+        DisableReason::Operator => "operator",
     }
 }
 

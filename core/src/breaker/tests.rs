@@ -831,6 +831,7 @@ fn config() -> impl Strategy<Value = BreakerConfig> {
                 let (open_ms, growth, extra_ms, jitter) = open;
                 BreakerConfig {
                     enabled: true,
+                    mode: BreakerMode::Auto,
                     consecutive_failures: consecutive,
                     failure_rate: rate,
                     window,
@@ -997,7 +998,7 @@ mod serde_tests {
     fn default_serializes_as_expected() {
         let h = |d: u64| Human(secs(d));
         let expected = format!(
-            "{{\"enabled\":true,\"consecutive_failures\":\"off\",\"failure_rate\":0.5,\
+            "{{\"enabled\":true,\"mode\":\"auto\",\"consecutive_failures\":\"off\",\"failure_rate\":0.5,\
              \"window\":{{\"calls\":50}},\"min_calls\":20,\"slow_call\":null,\
              \"slow_rate\":1.0,\"open_for\":\"{}\",\"open_growth\":2.0,\"open_max\":\"{}\",\
              \"open_jitter\":0.1,\"half_open_probes\":3,\"close_after\":2}}",
@@ -1056,3 +1057,5 @@ mod serde_tests {
         assert_eq!(read.open_for, secs(2));
     }
 }
+
+mod modes;

@@ -519,3 +519,5 @@ fn a_call_restricted_to_a_set_fails_over_within_it_and_never_leaves_it() {
     assert_eq!(went.last(), Some(&2), "failed over within the set");
     assert!(!went.contains(&0), "never outside the set: {went:?}");
 }
+
+mod control;

@@ -149,6 +149,57 @@ fn disabled_key_is_never_chosen_again() {
 }
 
 #[test]
+fn an_operator_disable_takes_a_key_out_until_enabled() {
+    let mut p = pool(&[(0, 2)]);
+    let (k0, k1) = (Target::new(0, 0), Target::new(0, 1));
+    p.on_throttled(ms(0), k0, ms(9000)).unwrap();
+    p.disable_key(ms(1), k0).unwrap();
+    p.on_key_rejected(ms(2), k1, DisableReason::Unauthorized)
+        .unwrap();
+    // A key already disabled keeps its first reason.
+    p.disable_key(ms(3), k1).unwrap();
+    let operator = KeyState::Disabled {
+        reason: DisableReason::Operator,
+    };
+    assert_eq!(p.key_state(ms(3), k0), Some(operator));
+    assert_eq!(p.pick_key(ms(10_000), ep(0)), KeyPick::NoUsableKey);
+    assert_eq!(
+        p.disable_key(ms(3), Target::new(0, 2)),
+        Err(UsageError::UnknownId)
+    );
+    assert_eq!(
+        p.disable_key(ms(3), Target::new(1, 0)),
+        Err(UsageError::UnknownId)
+    );
+    p.enable_key(ms(10_001), k0).unwrap();
+    assert_eq!(p.pick_key(ms(10_001), ep(0)), key(0));
+    assert_eq!(
+        events(&mut p),
+        vec![
+            PoolEvent::KeyCooled {
+                at: ms(0),
+                target: k0,
+                until: ms(9000)
+            },
+            PoolEvent::KeyDisabled {
+                at: ms(1),
+                target: k0,
+                reason: DisableReason::Operator
+            },
+            PoolEvent::KeyDisabled {
+                at: ms(2),
+                target: k1,
+                reason: DisableReason::Unauthorized
+            },
+            PoolEvent::KeyEnabled {
+                at: ms(10_001),
+                target: k0
+            },
+        ]
+    );
+}
+
+#[test]
 fn enable_clears_disable_and_cooldown() {
     let mut p = pool(&[(0, 2)]);
     p.on_key_rejected(ms(0), Target::new(0, 0), DisableReason::QuotaExhausted)

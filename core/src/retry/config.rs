@@ -49,6 +49,16 @@ pub struct RetryConfig {
         serde(with = "crate::duration::serde_human::option")
     )]
     pub first_event_timeout: Option<Duration>,
+    /// For streams: after the first event, the longest gap between two events; a
+    /// longer one ends the stream with a typed interruption carrying the text so far.
+    /// When set, a stream that keeps producing is no longer cut at `attempt_timeout`
+    /// (the async client and the gateway; the blocking client still bounds a stream by
+    /// `attempt_timeout` and does not watch its gaps).
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::duration::serde_human::option")
+    )]
+    pub stall_timeout: Option<Duration>,
     /// The longest server-requested wait honoured; a longer one ends the call.
     #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub max_retry_after: Duration,
@@ -78,6 +88,7 @@ impl Default for RetryConfig {
             attempt_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             first_event_timeout: None,
+            stall_timeout: None,
             max_retry_after: Duration::from_secs(60),
             hint_jitter: 0.05,
             hint_jitter_max: Duration::from_secs(1),
@@ -99,6 +110,10 @@ impl RetryConfig {
         nonzero(
             self.first_event_timeout == Some(Duration::ZERO),
             "retry.first_event_timeout",
+        )?;
+        nonzero(
+            self.stall_timeout == Some(Duration::ZERO),
+            "retry.stall_timeout",
         )?;
         within("retry.hint_jitter", self.hint_jitter, 0.0, 1.0)
     }

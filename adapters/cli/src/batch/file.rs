@@ -118,16 +118,17 @@ pub fn load(path: &Path) -> Result<BatchFile, FileError> {
 
 /// Parses the file's text.
 pub fn from_toml(text: &str) -> Result<BatchFile, FileError> {
-    from_toml_with(text, Preset::Batch, &[]).map(|(file, _)| file)
+    from_toml_with(text, Preset::Batch, Policy::from, &[]).map(|(file, _)| file)
 }
 
 /// Parses a file that also holds the top-level tables named in `own` (a subcommand's
 /// own sections, such as `serve`'s `[gateway]` and `[[route]]`): they are returned,
-/// untouched, beside the policy (on top of `default` unless the file names a preset)
-/// and the endpoints.
+/// untouched, beside the policy (on top of `default` unless the file names a preset;
+/// `base` gives the policy a preset stands for) and the endpoints.
 pub fn from_toml_with(
     text: &str,
     default: Preset,
+    base: impl Fn(Preset) -> Policy,
     own: &[&str],
 ) -> Result<(BatchFile, toml::Table), FileError> {
     let parse = |message: String| FileError::Policy(PolicyFileError::Parse { message });
@@ -155,8 +156,7 @@ pub fn from_toml_with(
         true => toml::to_string(&table).map_err(|e| parse(e.to_string()))?,
         false => blanked,
     };
-    let policy =
-        policy_from_toml_based(&policy_text, default, Policy::from).map_err(FileError::Policy)?;
+    let policy = policy_from_toml_based(&policy_text, default, base).map_err(FileError::Policy)?;
     Ok((BatchFile { policy, endpoints }, taken))
 }
 

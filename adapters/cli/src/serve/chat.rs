@@ -1,6 +1,8 @@
 //! `POST /v1/chat/completions` and `POST /v1/messages`: read the request, find its
 //! route, join its idempotency key's flight, and run it through the client — whole, or
-//! as a stream whose first byte goes out only once the first event is in hand.
+//! as a stream whose first byte goes out only once the first event is in hand. The
+//! request stays in the client's API's shape: the session translates it for the
+//! endpoints of the other API, and their answers back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +11,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::Value;
-use steadfast_http::chat::{self, ApiErrorKind};
+use steadfast_http::chat::ApiErrorKind;
 use steadfast_http::{CallOptions, Provider, Reply};
 use tokio::time::Instant;
 
@@ -26,8 +28,9 @@ const SDK_TIMEOUT: &str = "x-stainless-timeout";
 pub struct Chat {
     /// The API the client speaks (its request, answer and errors).
     pub shape: Provider,
-    /// The request in the canonical (OpenAI) shape.
-    pub canonical: Value,
+    /// The request, in the client's API's shape (translated by the client's session
+    /// for endpoints of the other API).
+    pub request: Value,
     /// Whether the client asked for a stream.
     pub stream: bool,
     /// The call's options: its route, idempotency key and deadline.
@@ -115,12 +118,7 @@ async fn read(
     if !request.is_object() {
         return Err(invalid("the request body must be a JSON object".into()));
     }
-    let canonical = match shape {
-        Provider::OpenAi => request,
-        Provider::Anthropic => chat::from_anthropic_request(&request)
-            .map_err(|e| invalid(format!("{}: {e}", e.field())))?,
-    };
-    let model = match canonical.get("model") {
+    let model = match request.get("model") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
         _ => return Err(invalid("model: a model name is required".into())),
     };
@@ -128,7 +126,7 @@ async fn read(
         let m = format!("The model `{model}` does not exist or you do not have access to it.");
         return Err(refuse(shape, ApiErrorKind::NotFound, m));
     };
-    let mut options = CallOptions::new().only_endpoints(route);
+    let mut options = CallOptions::new().only_endpoints(route).shape(shape);
     if let Some(key) = header_text(headers, "idempotency-key") {
         options = options.idempotency_key(key);
     }
@@ -137,8 +135,8 @@ async fn read(
     }
     Ok(Chat {
         shape,
-        stream: canonical.get("stream") == Some(&Value::Bool(true)),
-        canonical,
+        stream: request.get("stream") == Some(&Value::Bool(true)),
+        request,
         options,
         arrived,
     })
@@ -164,14 +162,14 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
     if chat.stream {
         return stream::run(gw, chat, lead).await;
     }
-    let call = gw.client.chat_with_options(&chat.canonical, &chat.options);
+    let call = gw.client.chat_with_options(&chat.request, &chat.options);
     let result = tokio::select! {
         r = call => Some(r),
         () = gw.ending() => None,
     };
     let (answer, keep) = match result {
         None => (ending_answer(chat.shape), false),
-        Some(Ok(reply)) => success(gw, chat.shape, &reply),
+        Some(Ok(reply)) => success(gw, &reply),
         Some(Err(e)) => {
             let gave_up = GaveUp::of(chat.shape, &e, gw.client.now());
             (gave_up.answer(chat.shape), false)
@@ -193,22 +191,11 @@ pub fn ending_answer(shape: Provider) -> Answer {
 
 /// A whole answer in the client's shape, with the attempts and the endpoint it took;
 /// and whether to keep it for replay (a real success, not a fallback's).
-fn success(gw: &Gateway, shape: Provider, reply: &Reply) -> (Answer, bool) {
+fn success(gw: &Gateway, reply: &Reply) -> (Answer, bool) {
     if let Some(u) = reply.usage() {
         gw.metrics.on_usage(u.input_tokens, u.output_tokens);
     }
-    let body = match shape {
-        Provider::OpenAi => Ok(reply.body.clone()),
-        Provider::Anthropic => chat::to_anthropic_response(&reply.body),
-    };
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => {
-            let m = format!("the answer cannot be given in this API's shape: {e}");
-            return (Answer::error(shape, ApiErrorKind::Server, m), false);
-        }
-    };
-    let mut answer = Answer::json(StatusCode::OK, &body)
+    let mut answer = Answer::json(StatusCode::OK, &reply.body)
         .with_header("x-steadfast-attempts", reply.attempts.to_string());
     if let Some(s) = reply.served_by() {
         answer = answer.with_header("x-steadfast-endpoint", s.endpoint.clone());

@@ -151,9 +151,22 @@ pub fn load(path: &Path) -> Result<ServeFile, ServeFileError> {
     from_toml(&text)
 }
 
+/// The gap between two events of a stream after which the gateway ends it, unless the
+/// file sets `retry.stall_timeout`: a stream that keeps producing is never cut for its
+/// length, one that goes silent is.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The policy a preset stands for in a gateway: the preset with [`STALL_TIMEOUT`].
+pub fn base_policy(preset: Preset) -> Policy {
+    let mut p = Policy::from(preset);
+    p.retry.stall_timeout = p.retry.stall_timeout.or(Some(STALL_TIMEOUT));
+    p
+}
+
 /// Parses the file's text.
 pub fn from_toml(text: &str) -> Result<ServeFile, ServeFileError> {
-    let (f, mut own) = file::from_toml_with(text, Preset::Standard, &["gateway", "route"])
+    let own = ["gateway", "route"];
+    let (f, mut own) = file::from_toml_with(text, Preset::Standard, base_policy, &own)
         .map_err(ServeFileError::File)?;
     let gateway = match own.remove("gateway") {
         None => GatewayConfig::default(),

@@ -1,6 +1,6 @@
 //! A streamed chat through the gateway. The client's call retries and fails over until
 //! the first event is in hand; only then does the gateway send its `200` and the
-//! events, in the client's API's shape. A failure after that is passed on as a
+//! events, in the client's API's shape (the session translates them). A failure after that is passed on as a
 //! well-formed error event (OpenAI's error chunk, Anthropic's `error` event), counted,
 //! and the stream ends: nothing is retried once a byte has reached the client.
 
@@ -14,7 +14,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::Value;
-use steadfast_http::chat::{ApiError, ApiErrorKind, EventError, ToAnthropicStream};
+use steadfast_http::chat::{ApiError, ApiErrorKind};
 use steadfast_http::{Interruption, Provider, SseEvent};
 use tokio::time::Instant;
 
@@ -27,7 +27,7 @@ use super::reply::{Answer, Body, GaveUp};
 /// waiting on its idempotency key.
 pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
     let opened = tokio::select! {
-        r = gw.client.stream_with_options(&chat.canonical, &chat.options) => Some(r),
+        r = gw.client.stream_with_options(&chat.request, &chat.options) => Some(r),
         () = gw.ending() => None,
     };
     let events = match opened {
@@ -43,7 +43,6 @@ pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<
         gw: Arc::clone(gw),
         events,
         shape: chat.shape,
-        translator: (chat.shape == Provider::Anthropic).then(ToAnthropicStream::new),
         pending: VecDeque::new(),
         done: false,
         clean: false,
@@ -75,8 +74,6 @@ struct Relay {
     gw: Arc<Gateway>,
     events: steadfast_reqwest::EventStream,
     shape: Provider,
-    /// For the Anthropic shape: the canonical chunks turned into its events.
-    translator: Option<ToAnthropicStream>,
     /// Bytes ready to send.
     pending: VecDeque<Bytes>,
     /// Whether the last bytes are queued.
@@ -117,7 +114,7 @@ impl Relay {
                 Some(Err(e)) => {
                     let kind = match &e {
                         steadfast_reqwest::StreamError::Interrupted {
-                            cause: Interruption::Timeout,
+                            cause: Interruption::Timeout | Interruption::Stalled,
                             ..
                         } => ApiErrorKind::Timeout,
                         _ => ApiErrorKind::Server,
@@ -132,27 +129,12 @@ impl Relay {
         }
     }
 
-    /// One canonical event from upstream: passed on, or translated.
+    /// One event from upstream, in the client's API's shape: passed on.
     fn on_event(&mut self, event: &SseEvent) {
         if let Some((input, output)) = event.json().as_ref().and_then(usage) {
             self.usage = Some((input, output));
         }
-        let Some(t) = &mut self.translator else {
-            self.pending.push_back(Bytes::from(event.to_wire()));
-            return;
-        };
-        let pushed = t.push(event);
-        while let Some(e) = t.next_event() {
-            self.pending.push_back(Bytes::from(e.to_sse().to_wire()));
-        }
-        match pushed {
-            Ok(()) => {}
-            Err(EventError::Upstream(e)) => self.on_upstream_error(&e),
-            Err(e) => {
-                let m = format!("the upstream stream cannot be given in this API's shape: {e}");
-                self.on_failure(ApiErrorKind::Server, m);
-            }
-        }
+        self.pending.push_back(Bytes::from(event.to_wire()));
     }
 
     fn on_upstream_error(&mut self, e: &ApiError) {
@@ -201,9 +183,12 @@ fn error_event(shape: Provider, e: &ApiError) -> Bytes {
     Bytes::from(event.to_wire())
 }
 
-/// A canonical chunk's `(prompt_tokens, completion_tokens)`.
-fn usage(chunk: &Value) -> Option<(u64, u64)> {
-    let u = chunk.get("usage")?;
+/// An event's `(input, output)` tokens: an OpenAI chunk's `usage`, or Anthropic's
+/// `message_delta` (whose usage is the final count).
+fn usage(event: &Value) -> Option<(u64, u64)> {
+    let u = event.get("usage")?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
-    Some((n("prompt_tokens")?, n("completion_tokens")?))
+    n("prompt_tokens")
+        .zip(n("completion_tokens"))
+        .or_else(|| n("input_tokens").zip(n("output_tokens")))
 }
