@@ -129,7 +129,7 @@ impl StoreError {
         StoreError::Script(ScriptError {
             op,
             code: e.code().unwrap_or(e.category()).to_string(),
-            detail: e.detail().unwrap_or_default().to_string(),
+            detail: e.detail().map_or_else(|| e.to_string(), str::to_string),
         })
     }
 

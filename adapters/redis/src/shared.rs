@@ -60,6 +60,9 @@ impl RedisStore {
         if let Some(e) = ids.iter().find_map(|id| check("key_id", id).err()) {
             return self.refuse(e);
         }
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut pipe = redis::pipe();
         for id in ids {
             pipe.cmd("PTTL").arg(self.keys.cooling(id));
