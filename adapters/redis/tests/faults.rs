@@ -27,9 +27,7 @@ fn fast_store(port: u16) -> RedisStore {
     config.connect_timeout = Duration::from_millis(50);
     config.reconnect_min = Duration::from_millis(5);
     config.reconnect_max = Duration::from_millis(100);
-    config
-        .limits
-        .insert("strict".to_string(), FailMode::Closed);
+    config.limits.insert("strict".to_string(), FailMode::Closed);
     RedisStore::new(config).unwrap()
 }
 
@@ -111,7 +109,10 @@ async fn a_server_that_does_not_answer_times_out_at_the_call_timeout() {
             after: Duration::from_millis(50)
         })
     );
-    assert!(until_ok(&store, 250).await, "never answered after the pause");
+    assert!(
+        until_ok(&store, 250).await,
+        "never answered after the pause"
+    );
 }
 
 #[tokio::test]

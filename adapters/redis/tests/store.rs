@@ -5,9 +5,7 @@ mod common;
 
 use common::{Redis, ttls, unique_prefix};
 use std::time::Duration;
-use steadfast_redis::{
-    Claim, Decision, Invalid, KeyShared, LimitKey, Rate, StoreError, TokenRate,
-};
+use steadfast_redis::{Claim, Decision, Invalid, KeyShared, LimitKey, Rate, StoreError, TokenRate};
 
 const MS: u64 = 1_000;
 
@@ -33,11 +31,23 @@ fn waited(d: Decision) -> Duration {
 async fn requests_get_the_burst_then_a_wait_relative_to_the_server_clock() {
     let redis = Redis::shared();
     let store = redis.store(&unique_prefix("gcra"));
-    let (l, rate) = (limit("openai:k0"), Rate { per_minute: 600, burst: 3 });
+    let (l, rate) = (
+        limit("openai:k0"),
+        Rate {
+            per_minute: 600,
+            burst: 3,
+        },
+    );
     let first = store.reserve_requests(&l, rate, 1).await.unwrap();
     assert_eq!(granted(first), (1, 2));
-    assert_eq!(granted(store.reserve_requests(&l, rate, 1).await.unwrap()), (1, 1));
-    assert_eq!(granted(store.reserve_requests(&l, rate, 1).await.unwrap()), (1, 0));
+    assert_eq!(
+        granted(store.reserve_requests(&l, rate, 1).await.unwrap()),
+        (1, 1)
+    );
+    assert_eq!(
+        granted(store.reserve_requests(&l, rate, 1).await.unwrap()),
+        (1, 0)
+    );
     let denied = store.reserve_requests(&l, rate, 1).await.unwrap();
     // Three grants put the arrival time at first + 3T; a fourth fits at first + T.
     let elapsed = denied.server_us() - first.server_us();
@@ -49,7 +59,13 @@ async fn two_stores_as_two_replicas_share_one_limit() {
     let redis = Redis::shared();
     let prefix = unique_prefix("replicas");
     let (a, b) = (redis.store(&prefix), redis.store(&prefix));
-    let (l, rate) = (limit("shared"), Rate { per_minute: 60, burst: 4 });
+    let (l, rate) = (
+        limit("shared"),
+        Rate {
+            per_minute: 60,
+            burst: 4,
+        },
+    );
     let mut grants = 0;
     for i in 0..10 {
         let store = if i % 2 == 0 { &a } else { &b };
@@ -59,16 +75,28 @@ async fn two_stores_as_two_replicas_share_one_limit() {
     }
     assert_eq!(grants, 4);
     let wait = waited(b.reserve_requests(&l, rate, 1).await.unwrap());
-    assert!(wait > Duration::from_millis(900) && wait <= Duration::from_secs(1), "{wait:?}");
+    assert!(
+        wait > Duration::from_millis(900) && wait <= Duration::from_secs(1),
+        "{wait:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_lease_takes_a_quarter_of_what_is_left_and_can_be_given_back() {
     let redis = Redis::shared();
     let store = redis.store(&unique_prefix("lease"));
-    let (l, rate) = (limit("lease"), Rate { per_minute: 600, burst: 20 });
+    let (l, rate) = (
+        limit("lease"),
+        Rate {
+            per_minute: 600,
+            burst: 20,
+        },
+    );
     let first = store.lease(&l, rate, 100).await.unwrap();
-    assert_eq!((first.requests, first.valid_for), (5, Duration::from_millis(500)));
+    assert_eq!(
+        (first.requests, first.valid_for),
+        (5, Duration::from_millis(500))
+    );
     let second = store.lease(&l, rate, 100).await.unwrap();
     assert_eq!(second.requests, 3); // ⌊15 / 4⌋
     let back = store.release_lease(&l, rate, &second, 3).await.unwrap();
@@ -85,7 +113,13 @@ async fn a_lease_takes_a_quarter_of_what_is_left_and_can_be_given_back() {
 async fn an_empty_bucket_leases_nothing_and_says_when_one_is_free() {
     let redis = Redis::shared();
     let store = redis.store(&unique_prefix("lease0"));
-    let (l, rate) = (limit("tiny"), Rate { per_minute: 60, burst: 1 });
+    let (l, rate) = (
+        limit("tiny"),
+        Rate {
+            per_minute: 60,
+            burst: 1,
+        },
+    );
     let one = store.lease(&l, rate, 5).await.unwrap();
     assert_eq!(one.requests, 1);
     let none = store.lease(&l, rate, 5).await.unwrap();
@@ -99,16 +133,28 @@ async fn tokens_reserve_then_reconcile_refunds_and_an_overrun_is_waited_out() {
     let redis = Redis::shared();
     let store = redis.store(&unique_prefix("tokens"));
     // One token per millisecond, 1000 at once.
-    let (l, rate) = (limit("tpm"), TokenRate { per_minute: 60_000, burst: 1_000 });
+    let (l, rate) = (
+        limit("tpm"),
+        TokenRate {
+            per_minute: 60_000,
+            burst: 1_000,
+        },
+    );
     let first = store.reserve_tokens(&l, rate, 800).await.unwrap();
     assert_eq!(granted(first), (800, 200));
     let short = store.reserve_tokens(&l, rate, 500).await.unwrap();
     let elapsed = short.server_us() - first.server_us();
-    assert_eq!(waited(short), Duration::from_micros((300 * MS).saturating_sub(elapsed)));
+    assert_eq!(
+        waited(short),
+        Duration::from_micros((300 * MS).saturating_sub(elapsed))
+    );
     let refund = store.reconcile_tokens(&l, rate, 800, 300).await.unwrap();
     assert_eq!(refund.difference, 500);
     assert!(refund.balance >= 700, "{refund:?}");
-    assert_eq!(granted(store.reserve_tokens(&l, rate, 500).await.unwrap()).0, 500);
+    assert_eq!(
+        granted(store.reserve_tokens(&l, rate, 500).await.unwrap()).0,
+        500
+    );
     let overrun = store.reconcile_tokens(&l, rate, 500, 2_500).await.unwrap();
     assert_eq!(overrun.difference, -2_000);
     assert!(overrun.balance < 0, "{overrun:?}");
@@ -122,13 +168,31 @@ async fn a_cooldown_only_extends_and_a_disable_ends_on_enable() {
     let store = redis.store(&unique_prefix("keys"));
     let ten = Duration::from_secs(10);
     assert_eq!(store.cool_key("k-ab12", ten).await.unwrap(), ten);
-    let kept = store.cool_key("k-ab12", Duration::from_secs(1)).await.unwrap();
+    let kept = store
+        .cool_key("k-ab12", Duration::from_secs(1))
+        .await
+        .unwrap();
     assert!(kept > Duration::from_secs(9) && kept <= ten, "{kept:?}");
-    store.disable_key("k-cd34", Duration::from_secs(60)).await.unwrap();
-    let states = store.key_states(&["k-ab12", "k-cd34", "k-none"]).await.unwrap();
+    store
+        .disable_key("k-cd34", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let states = store
+        .key_states(&["k-ab12", "k-cd34", "k-none"])
+        .await
+        .unwrap();
     let cooling = states[0].cooling_for.unwrap();
-    assert!(cooling > Duration::from_secs(9) && !states[0].disabled, "{states:?}");
-    assert_eq!(states[1], KeyShared { cooling_for: None, disabled: true });
+    assert!(
+        cooling > Duration::from_secs(9) && !states[0].disabled,
+        "{states:?}"
+    );
+    assert_eq!(
+        states[1],
+        KeyShared {
+            cooling_for: None,
+            disabled: true
+        }
+    );
     assert_eq!(states[2], KeyShared::default());
     store.enable_key("k-cd34").await.unwrap();
     assert!(!store.key_states(&["k-cd34"]).await.unwrap()[0].disabled);
@@ -141,10 +205,17 @@ async fn an_endpoint_stays_open_for_the_longest_time_any_replica_asked() {
     let prefix = unique_prefix("open");
     let (a, b) = (redis.store(&prefix), redis.store(&prefix));
     assert_eq!(a.endpoint_open_for("openai").await.unwrap(), None);
-    a.open_endpoint("openai", Duration::from_secs(5)).await.unwrap();
-    b.open_endpoint("openai", Duration::from_millis(10)).await.unwrap();
+    a.open_endpoint("openai", Duration::from_secs(5))
+        .await
+        .unwrap();
+    b.open_endpoint("openai", Duration::from_millis(10))
+        .await
+        .unwrap();
     let left = b.endpoint_open_for("openai").await.unwrap().unwrap();
-    assert!(left > Duration::from_secs(4) && left <= Duration::from_secs(5), "{left:?}");
+    assert!(
+        left > Duration::from_secs(4) && left <= Duration::from_secs(5),
+        "{left:?}"
+    );
 }
 
 #[tokio::test]
@@ -154,12 +225,27 @@ async fn the_ledger_lets_one_owner_work_and_replays_its_result() {
     let (a, b) = (redis.store(&prefix), redis.store(&prefix));
     let ttl = Duration::from_secs(60);
     let result = [0u8, 159, 146, 150, b'o', b'k'];
-    assert_eq!(a.claim("order-7", "worker-a", ttl).await.unwrap(), Claim::Won);
-    assert_eq!(a.claim("order-7", "worker-a", ttl).await.unwrap(), Claim::Won);
+    assert_eq!(
+        a.claim("order-7", "worker-a", ttl).await.unwrap(),
+        Claim::Won
+    );
+    assert_eq!(
+        a.claim("order-7", "worker-a", ttl).await.unwrap(),
+        Claim::Won
+    );
     let held = b.claim("order-7", "worker-b", ttl).await.unwrap();
-    assert_eq!(held, Claim::HeldBy { owner: "worker-a".into() });
+    assert_eq!(
+        held,
+        Claim::HeldBy {
+            owner: "worker-a".into()
+        }
+    );
     assert!(!b.complete("order-7", "worker-b", b"no", ttl).await.unwrap());
-    assert!(a.complete("order-7", "worker-a", &result, ttl).await.unwrap());
+    assert!(
+        a.complete("order-7", "worker-a", &result, ttl)
+            .await
+            .unwrap()
+    );
     let replay = b.claim("order-7", "worker-b", ttl).await.unwrap();
     assert_eq!(replay, Claim::Done(result.to_vec()));
     assert!(!a.release("order-7", "worker-a").await.unwrap());
@@ -176,7 +262,12 @@ async fn only_the_owner_releases_and_a_dead_owner_s_claim_expires() {
     assert!(a.release("id-1", "a").await.unwrap());
     assert_eq!(b.claim("id-1", "b", ttl).await.unwrap(), Claim::Won);
 
-    assert_eq!(a.claim("id-2", "a", Duration::from_millis(30)).await.unwrap(), Claim::Won);
+    assert_eq!(
+        a.claim("id-2", "a", Duration::from_millis(30))
+            .await
+            .unwrap(),
+        Claim::Won
+    );
     let mut took_over = false;
     for _ in 0..200 {
         if b.claim("id-2", "b", ttl).await.unwrap() == Claim::Won {
@@ -203,12 +294,39 @@ async fn bad_ids_and_ranges_are_refused_before_anything_is_sent() {
         Err(StoreError::Invalid(Invalid::Byte { byte: b'{', .. }))
     ));
     let l = limit("l");
-    let bad_burst = store.reserve_requests(&l, Rate { per_minute: 1, burst: 0 }, 1).await;
-    assert!(matches!(bad_burst, Err(StoreError::Invalid(Invalid::OutOfRange { .. }))));
-    let too_many = store.reserve_requests(&l, Rate { per_minute: 1, burst: 2 }, 3).await;
-    assert!(matches!(too_many, Err(StoreError::Invalid(Invalid::OutOfRange { field: "n" }))));
+    let bad_burst = store
+        .reserve_requests(
+            &l,
+            Rate {
+                per_minute: 1,
+                burst: 0,
+            },
+            1,
+        )
+        .await;
+    assert!(matches!(
+        bad_burst,
+        Err(StoreError::Invalid(Invalid::OutOfRange { .. }))
+    ));
+    let too_many = store
+        .reserve_requests(
+            &l,
+            Rate {
+                per_minute: 1,
+                burst: 2,
+            },
+            3,
+        )
+        .await;
+    assert!(matches!(
+        too_many,
+        Err(StoreError::Invalid(Invalid::OutOfRange { field: "n" }))
+    ));
     let forever = store.disable_key("k", Duration::ZERO).await;
-    assert!(matches!(forever, Err(StoreError::Invalid(Invalid::OutOfRange { field: "ttl" }))));
+    assert!(matches!(
+        forever,
+        Err(StoreError::Invalid(Invalid::OutOfRange { field: "ttl" }))
+    ));
     let counts = store.counters();
     assert_eq!((counts.calls, counts.invalid), (0, 5));
 }
@@ -219,19 +337,40 @@ async fn every_key_written_has_a_ttl() {
     let prefix = unique_prefix("ttl");
     let store = redis.store(&prefix);
     let l = limit("ttl");
-    let rate = Rate { per_minute: 60, burst: 10 };
-    let tokens = TokenRate { per_minute: 60, burst: 100 };
+    let rate = Rate {
+        per_minute: 60,
+        burst: 10,
+    };
+    let tokens = TokenRate {
+        per_minute: 60,
+        burst: 100,
+    };
     store.reserve_requests(&l, rate, 2).await.unwrap();
     let lease = store.lease(&l, rate, 4).await.unwrap();
     store.release_lease(&l, rate, &lease, 1).await.unwrap();
     store.reserve_tokens(&l, tokens, 50).await.unwrap();
     store.reconcile_tokens(&l, tokens, 50, 70).await.unwrap();
     store.cool_key("k", Duration::from_secs(30)).await.unwrap();
-    store.disable_key("k", Duration::from_secs(30)).await.unwrap();
-    store.open_endpoint("e", Duration::from_secs(30)).await.unwrap();
-    store.claim("c1", "o", Duration::from_secs(30)).await.unwrap();
-    store.claim("c2", "o", Duration::from_secs(30)).await.unwrap();
-    store.complete("c2", "o", b"r", Duration::from_secs(30)).await.unwrap();
+    store
+        .disable_key("k", Duration::from_secs(30))
+        .await
+        .unwrap();
+    store
+        .open_endpoint("e", Duration::from_secs(30))
+        .await
+        .unwrap();
+    store
+        .claim("c1", "o", Duration::from_secs(30))
+        .await
+        .unwrap();
+    store
+        .claim("c2", "o", Duration::from_secs(30))
+        .await
+        .unwrap();
+    store
+        .complete("c2", "o", b"r", Duration::from_secs(30))
+        .await
+        .unwrap();
     let mut keys = ttls(&redis.url, &prefix).await;
     keys.sort();
     let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
@@ -245,7 +384,10 @@ async fn every_key_written_has_a_ttl() {
         format!("{{{ns}:l:ttl}}:req"),
         format!("{{{ns}:l:ttl}}:tok"),
     ];
-    assert_eq!(names, expected.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        names,
+        expected.iter().map(String::as_str).collect::<Vec<_>>()
+    );
     for (key, ttl) in &keys {
         assert!(*ttl > 0, "{key} has PTTL {ttl}");
     }
@@ -256,7 +398,13 @@ async fn a_full_bucket_leaves_no_key_behind() {
     let redis = Redis::shared();
     let prefix = unique_prefix("full");
     let store = redis.store(&prefix);
-    let (l, tokens) = (limit("refund"), TokenRate { per_minute: 60, burst: 100 });
+    let (l, tokens) = (
+        limit("refund"),
+        TokenRate {
+            per_minute: 60,
+            burst: 100,
+        },
+    );
     store.reserve_tokens(&l, tokens, 40).await.unwrap();
     let all_back = store.reconcile_tokens(&l, tokens, 40, 0).await.unwrap();
     assert_eq!(all_back.balance, 100);
