@@ -115,6 +115,9 @@ struct Seen {
     debts: u32,
 }
 
+/// `TIME`, the GCRA key, the token bucket's fields, read in one pipeline.
+type RawState = ((u64, u64), Option<u64>, (Option<i64>, Option<u64>));
+
 struct Runner<'a> {
     clients: &'a [RedisStore],
     raw: redis::aio::MultiplexedConnection,
@@ -154,11 +157,7 @@ impl Runner<'_> {
     /// keys expire at millisecond resolution).
     async fn check_state(&mut self) -> Result<(), TestCaseError> {
         let name = format!("{{{}1:l:{}}}", self.prefix, self.limit.as_str());
-        let ((secs, micros), tat, (level, last)): (
-            (u64, u64),
-            Option<u64>,
-            (Option<i64>, Option<u64>),
-        ) = redis::pipe()
+        let ((secs, micros), tat, (level, last)): RawState = redis::pipe()
             .cmd("TIME")
             .cmd("GET")
             .arg(format!("{name}:req"))

@@ -45,7 +45,8 @@ fn unknown_fields_are_refused() {
 
 #[test]
 fn each_bad_field_is_named() {
-    let cases: [(fn(&mut RedisConfig), &str); 8] = [
+    type Spoil = fn(&mut RedisConfig);
+    let cases: [(Spoil, &str); 8] = [
         (|c| c.url = "http://x".into(), "url"),
         (|c| c.call_timeout = Duration::ZERO, "call_timeout"),
         (|c| c.call_timeout = Duration::from_secs(6), "call_timeout"),
