@@ -410,3 +410,99 @@ async fn a_full_bucket_leaves_no_key_behind() {
     assert_eq!(all_back.balance, 100);
     assert_eq!(ttls(&redis.url, &prefix).await, vec![]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_callers_at_once_never_get_more_than_the_rate_allows_nor_less() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("crowd");
+    let stores: Vec<_> = (0..4).map(|_| redis.store(&prefix)).collect();
+    let rate = Rate {
+        per_minute: 60_000,
+        burst: 10,
+    }; // T = 1 ms
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = stores[i % stores.len()].clone();
+        tasks.spawn(async move {
+            let l = limit("crowd");
+            let mut answers = Vec::new();
+            for _ in 0..40 {
+                let via_lease = answers.len() % 3 == 0;
+                let d = if via_lease {
+                    let lease = store.lease(&l, rate, 3).await.unwrap();
+                    (lease.server_us, lease.requests)
+                } else {
+                    let d = store.reserve_requests(&l, rate, 1).await.unwrap();
+                    let n = if let Decision::Granted { n, .. } = d {
+                        n
+                    } else {
+                        0
+                    };
+                    (d.server_us(), n)
+                };
+                answers.push(d);
+            }
+            answers
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done.unwrap());
+    }
+    let first = all.iter().map(|a| a.0).min().unwrap();
+    let last = all.iter().map(|a| a.0).max().unwrap();
+    let granted: u64 = all.iter().map(|a| u64::from(a.1)).sum();
+    // A full bucket of 10, then one more per millisecond of server time.
+    let allowed = 10 + (last - first) / MS + 1;
+    assert!(granted <= allowed, "{granted} granted, {allowed} allowed");
+    assert!(
+        granted >= 10,
+        "only {granted} granted from a full bucket of 10"
+    );
+}
+
+#[tokio::test]
+async fn a_redis_error_is_a_script_error_and_is_counted() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("wrongtype");
+    let store = redis.store(&prefix);
+    let mut raw = common::raw(&redis.url).await;
+    let () = redis::cmd("HSET")
+        .arg(format!("{{{prefix}1:l:x}}:req"))
+        .arg("f")
+        .arg("v")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg(format!("{{{prefix}1:l:x}}:req"))
+        .arg(60_000)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let r = store
+        .reserve_requests(
+            &limit("x"),
+            Rate {
+                per_minute: 60,
+                burst: 1,
+            },
+            1,
+        )
+        .await;
+    let Err(StoreError::Script(e)) = r else {
+        panic!("expected a script error, got {r:?}");
+    };
+    assert_eq!(e.op, "reserve_requests");
+    assert!(
+        e.code.contains("WRONGTYPE") || e.detail.contains("WRONGTYPE"),
+        "{e:?}"
+    );
+    assert_eq!(store.counters().script_errors, 1);
+}
+
+#[test]
+fn a_store_needs_a_tokio_runtime() {
+    let r = steadfast_redis::RedisStore::new(steadfast_redis::RedisConfig::default());
+    assert_eq!(r.err(), Some(steadfast_redis::ConfigError::Runtime));
+}

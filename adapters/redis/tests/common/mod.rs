@@ -25,13 +25,14 @@ impl Server {
 
     /// Starts a server on `port` (e.g. where a killed one was).
     pub fn start_on(port: u16) -> Server {
-        let child = Command::new(binary())
+        let binary = binary();
+        let child = Command::new(&binary)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server");
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; {INSTALL}", binary.display()));
         let server = Server { child, port };
         server.wait_for_pong();
         server
@@ -116,6 +117,9 @@ pub fn unique_prefix(name: &str) -> String {
     format!("t{}x{n}{name}", std::process::id())
 }
 
+const INSTALL: &str =
+    "install redis-server (apt-get install redis-server) or set STEADFAST_REDIS_SERVER to its path";
+
 /// `redis-server` from `STEADFAST_REDIS_SERVER` or `PATH`; fails the test when
 /// neither has one.
 fn binary() -> PathBuf {
@@ -127,12 +131,7 @@ fn binary() -> PathBuf {
             .map(|dir| dir.join("redis-server"))
             .find(|p| p.is_file())
     });
-    found.unwrap_or_else(|| {
-        panic!(
-            "redis-server not found: install it (apt-get install redis-server) \
-             or set STEADFAST_REDIS_SERVER to its path"
-        )
-    })
+    found.unwrap_or_else(|| panic!("redis-server is not on PATH; {INSTALL}"))
 }
 
 fn free_port() -> u16 {
