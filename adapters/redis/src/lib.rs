@@ -50,7 +50,9 @@
 //! counts the [`Fallback`] in [`RedisStore::counters`].
 //!
 //! Requires Redis ≥ 6 (scripts replicate their effects, so `TIME` before a write
-//! needs no `redis.replicate_commands()`).
+//! needs no `redis.replicate_commands()`). The store talks to one node (standalone,
+//! or a primary behind a proxy): the layout is cluster-ready (every script touches
+//! one slot), a cluster client is not wired in.
 
 mod config;
 mod error;
