@@ -260,6 +260,18 @@ impl Shared {
             .map(|e| e.name.as_str())
     }
 
+    /// The URL every attempt to an endpoint is posted to.
+    pub fn endpoint_url(&self, endpoint: EndpointId) -> Option<&str> {
+        self.endpoints
+            .get(usize::from(endpoint.0))
+            .map(|e| e.url.as_str())
+    }
+
+    /// How many endpoints there are (fallback endpoints included).
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
     /// Who answered with `body` at `target`.
     pub(crate) fn served_by(&self, target: Target, body: &Value) -> Option<ServedBy> {
         let slot = self.endpoints.get(usize::from(target.endpoint.0))?;

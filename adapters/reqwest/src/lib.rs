@@ -131,11 +131,13 @@ impl ClientBuilder {
         };
         let shared = Shared::new(self.setup)?;
         let clock = Clock::new();
+        let urls = drive::parsed_urls(&shared);
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
                 shared,
                 clock,
+                urls,
             }),
         })
     }
@@ -146,6 +148,9 @@ struct Inner {
     http: reqwest::Client,
     shared: Shared,
     clock: Clock,
+    /// Each endpoint's URL, parsed once (`None` where reqwest cannot parse it: the
+    /// attempt then fails as reqwest reports it).
+    urls: Vec<Option<reqwest::Url>>,
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).
