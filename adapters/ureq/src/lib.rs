@@ -75,6 +75,9 @@ pub use steadfast_http::{
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::{EventIter, TextIter};
+/// ureq's errors as the core's transport failures (for integrations that drive
+/// their own ureq calls).
+pub use errors::transport as transport_of;
 
 /// A call that gave up; its source is the last attempt's ureq error.
 pub type CallError = steadfast_http::CallError<ureq::Error>;
