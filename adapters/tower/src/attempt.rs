@@ -48,11 +48,17 @@ impl Attempt {
     /// Sets this attempt's headers on `headers`: the chosen key's authentication
     /// replaces the client's own (of either provider), the rest is overwritten.
     pub fn apply_headers(&self, headers: &mut HeaderMap) {
-        headers.remove(AUTHORIZATION);
-        headers.remove(X_API_KEY);
-        for (name, value) in &self.headers {
-            headers.insert(name, value.clone());
+        set_headers(&self.headers, headers);
+    }
+
+    /// The chosen key itself, for a client that builds its own authentication header
+    /// from a key (genai's auth resolver). Keep it out of logs.
+    pub fn api_key(&self) -> Option<&str> {
+        if let Some(v) = self.headers.get(X_API_KEY) {
+            return v.to_str().ok();
         }
+        let v = self.headers.get(AUTHORIZATION)?.to_str().ok()?;
+        v.strip_prefix("Bearer ")
     }
 
     /// The value of the `Idempotency-Key` header.
@@ -84,11 +90,7 @@ impl AttemptEdit {
 
     /// Sets the attempt's headers (see [`Attempt::apply_headers`]).
     pub fn apply_headers(&self, headers: &mut HeaderMap) {
-        headers.remove(AUTHORIZATION);
-        headers.remove(X_API_KEY);
-        for (name, value) in &self.headers {
-            headers.insert(name, value.clone());
-        }
+        set_headers(&self.headers, headers);
     }
 
     /// `url` moved to the chosen endpoint, when it was made for another one of the
@@ -100,6 +102,16 @@ impl AttemptEdit {
             return None;
         }
         rebase(url, from, &self.base_url)
+    }
+}
+
+/// Sets `attempt`'s headers on `headers`, the authentication of either provider
+/// removed first.
+fn set_headers(attempt: &HeaderMap, headers: &mut HeaderMap) {
+    headers.remove(AUTHORIZATION);
+    headers.remove(X_API_KEY);
+    for (name, value) in attempt {
+        headers.insert(name, value.clone());
     }
 }
 

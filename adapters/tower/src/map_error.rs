@@ -10,6 +10,11 @@ use steadfast_http::outcome::{find_io_error, io_kind, phase_of};
 /// failure that may have come after the request was sent (so it is retried only
 /// because the call carries an idempotency key).
 pub fn transport_of(e: &(dyn Error + 'static)) -> Transport {
+    #[cfg(feature = "reqwest-middleware")]
+    if let Some(reqwest_middleware::Error::Reqwest(r)) = e.downcast_ref() {
+        // Its `source` skips the reqwest error it wraps.
+        return crate::reqwest_map::transport_of_reqwest(r);
+    }
     #[cfg(feature = "reqwest")]
     {
         let mut cur: Option<&(dyn Error + 'static)> = Some(e);
