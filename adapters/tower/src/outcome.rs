@@ -56,6 +56,7 @@ pub trait IntoOutcome {
 
 /// `{"error":{"type":…,"code":…}}` for a client that keeps an API error's fields but
 /// not its body, so that the core's classification reads them.
+#[cfg(feature = "async-openai")]
 pub(crate) fn error_body(kind: Option<&str>, code: Option<&str>, message: &str) -> Vec<u8> {
     let body = serde_json::json!({"error": {"type": kind, "code": code, "message": message}});
     body.to_string().into_bytes()
