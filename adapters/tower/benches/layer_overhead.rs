@@ -17,7 +17,8 @@ use steadfast_tower::{Client, EndpointDef, Policy, Provider, SteadfastLayer, Ste
 use tower::{Layer, ServiceExt};
 
 const KEY: &str = "sk-bench-key";
-const BODY: &str = r#"{"model":"bench-model","messages":[{"role":"user","content":"Say something short."}]}"#;
+const BODY: &str =
+    r#"{"model":"bench-model","messages":[{"role":"user","content":"Say something short."}]}"#;
 
 struct Fixture {
     rt: tokio::runtime::Runtime,
@@ -71,14 +72,24 @@ impl Fixture {
 
     fn bare_call(&self, n: u64) -> usize {
         self.rt.block_on(async {
-            let r = self.bare.clone().oneshot(self.factory(n)).await.expect("sent");
+            let r = self
+                .bare
+                .clone()
+                .oneshot(self.factory(n))
+                .await
+                .expect("sent");
             r.bytes().await.expect("a body").len()
         })
     }
 
     fn layered_call(&self, n: u64) -> usize {
         self.rt.block_on(async {
-            let r = self.layered.clone().oneshot(self.factory(n)).await.expect("sent");
+            let r = self
+                .layered
+                .clone()
+                .oneshot(self.factory(n))
+                .await
+                .expect("sent");
             r.bytes().await.expect("a body").len()
         })
     }

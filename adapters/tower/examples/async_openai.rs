@@ -21,7 +21,11 @@ use steadfast_tower::{Client, EndpointDef, Provider, SteadfastLayer};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = MockServer::start(MockConfig::builtin("flaky")?)?;
     let steadfast = Client::builder()
-        .endpoint(EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-example"))
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            "sk-example",
+        ))
         .build()?;
     let service = tower::ServiceBuilder::new()
         .layer(SteadfastLayer::new(&steadfast))
@@ -37,10 +41,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .messages([user.into()])
             .build()?;
         let reply = openai.chat().create(request).await?;
-        println!("{}", reply.choices[0].message.content.as_deref().unwrap_or(""));
+        println!(
+            "{}",
+            reply.choices[0].message.content.as_deref().unwrap_or("")
+        );
     }
     let s = server.stats();
-    println!("server: {} requests, {:?}, early {}", s.total_requests, s.by_status, s.early);
+    println!(
+        "server: {} requests, {:?}, early {}",
+        s.total_requests, s.by_status, s.early
+    );
     println!("client: {:?}", steadfast.metrics());
     Ok(())
 }

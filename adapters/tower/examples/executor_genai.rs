@@ -41,7 +41,11 @@ fn genai_for(a: &Attempt) -> Result<genai::Client, genai::Error> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = MockServer::start(MockConfig::builtin("flaky")?)?;
     let steadfast = Client::builder()
-        .endpoint(EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-example"))
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            "sk-example",
+        ))
         .build()?;
     for i in 0..10 {
         let chat = ChatRequest::new(vec![ChatMessage::user(format!("hello {i}"))]);
@@ -54,6 +58,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", reply.first_text().unwrap_or(""));
     }
     let s = server.stats();
-    println!("server: {} requests, {:?}, early {}", s.total_requests, s.by_status, s.early);
+    println!(
+        "server: {} requests, {:?}, early {}",
+        s.total_requests, s.by_status, s.early
+    );
     Ok(())
 }

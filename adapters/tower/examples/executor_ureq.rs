@@ -15,7 +15,11 @@ use steadfast_tower::{Client, EndpointDef, Provider};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = MockServer::start(MockConfig::builtin("flaky")?)?;
     let steadfast = Client::builder()
-        .endpoint(EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-example"))
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            "sk-example",
+        ))
         .build()?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -28,7 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .to_string();
         let mut reply = steadfast.run_blocking(|a| {
-            let mut request = agent.post(&a.url).config().timeout_global(Some(a.timeout)).build();
+            let mut request = agent
+                .post(&a.url)
+                .config()
+                .timeout_global(Some(a.timeout))
+                .build();
             for (name, value) in &a.headers {
                 request = request.header(name, value);
             }
@@ -38,6 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", reply["choices"][0]["message"]["content"]);
     }
     let s = server.stats();
-    println!("server: {} requests, {:?}, early {}", s.total_requests, s.by_status, s.early);
+    println!(
+        "server: {} requests, {:?}, early {}",
+        s.total_requests, s.by_status, s.early
+    );
     Ok(())
 }

@@ -18,7 +18,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.knobs.rate_burst = Some(2);
     let server = MockServer::start(config)?;
     let steadfast = Client::builder()
-        .endpoint(EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-example"))
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            "sk-example",
+        ))
         .build()?;
     let http = reqwest_middleware::ClientBuilder::new(reqwest13::Client::new())
         .with(SteadfastMiddleware::new(&steadfast))
@@ -33,6 +37,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", reply["choices"][0]["message"]["content"]);
     }
     let s = server.stats();
-    println!("server: {} requests, {:?}, early {}", s.total_requests, s.by_status, s.early);
+    println!(
+        "server: {} requests, {:?}, early {}",
+        s.total_requests, s.by_status, s.early
+    );
     Ok(())
 }

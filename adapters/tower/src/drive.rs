@@ -19,6 +19,8 @@ use crate::outcome::{IntoOutcome, Observed};
 static NO_BODY: Value = Value::Null;
 
 /// What the next step is.
+// Boxing `Send` would allocate per attempt; a `Next` is consumed at once.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Next {
     /// Make this attempt.
     Send(Attempt),

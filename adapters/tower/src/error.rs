@@ -30,7 +30,10 @@ impl<E: fmt::Display> fmt::Display for GaveUp<E> {
 
 impl<E: std::error::Error + 'static> std::error::Error for GaveUp<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+        self.0
+            .source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 

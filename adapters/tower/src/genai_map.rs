@@ -59,9 +59,8 @@ fn observe_webc(e: &webc::Error) -> Observed<'_> {
             headers: Some(headers),
             body: body.as_bytes().into(),
         },
-        webc::Error::ResponseFailedNotJson { .. } | webc::Error::ResponseFailedInvalidJson { .. } => {
-            Observed::Malformed { status: 200 }
-        }
+        webc::Error::ResponseFailedNotJson { .. }
+        | webc::Error::ResponseFailedInvalidJson { .. } => Observed::Malformed { status: 200 },
         webc::Error::Reqwest(e) => observe_reqwest(e),
         _ => Observed::Invalid,
     }

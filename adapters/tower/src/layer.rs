@@ -121,7 +121,11 @@ where
     }
 }
 
-async fn serve<S, Req>(client: Client, inner: S, request: Req) -> Result<S::Response, GaveUp<S::Error>>
+async fn serve<S, Req>(
+    client: Client,
+    inner: S,
+    request: Req,
+) -> Result<S::Response, GaveUp<S::Error>>
 where
     Req: Replay + Send + 'static,
     S: Service<Req> + Clone + Send + 'static,
@@ -150,9 +154,7 @@ where
 
 /// The response to hand on: the success, or the last error response of a call that
 /// gave up; a [`GaveUp`] when there is none.
-pub(crate) fn into_response<R: PeekBody, E>(
-    ended: Ended<Tried<R, E>>,
-) -> Result<R, GaveUp<E>>
+pub(crate) fn into_response<R: PeekBody, E>(ended: Ended<Tried<R, E>>) -> Result<R, GaveUp<E>>
 where
     E: std::error::Error + 'static,
 {

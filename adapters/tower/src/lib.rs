@@ -80,10 +80,10 @@ pub use peek::{PeekBody, Peeked};
 pub use reqwest_map::transport_of_reqwest;
 /// Every type the builder takes, so that no other steadfast crate is needed.
 pub use steadfast_http::{
-    IDEMPOTENCY_KEY,
     ApiKey, BackoffConfig, BreakerConfig, BudgetConfig, CallError, ClassifyConfig,
-    DEFAULT_MAX_BODY, EndpointDef, Fallback, GiveUpReason, HealthConfig, LimiterConfig,
-    MetricsSnapshot, Policy, Preset, Provider, ProviderExt, RetryConfig, SetupError, StoreConfig,
+    DEFAULT_MAX_BODY, EndpointDef, Fallback, GiveUpReason, HealthConfig, IDEMPOTENCY_KEY,
+    LimiterConfig, MetricsSnapshot, Policy, Preset, Provider, ProviderExt, RetryConfig, SetupError,
+    StoreConfig,
 };
 use steadfast_http::{Setup, Shared, clock::Epoch};
 

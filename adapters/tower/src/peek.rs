@@ -50,7 +50,10 @@ where
     async fn peek(self, limit: u64) -> (Self, Bytes) {
         let (parts, mut body) = self.into_parts();
         let read = read_within(&mut body, limit).await;
-        (http::Response::from_parts(parts, B::from(read.clone())), read)
+        (
+            http::Response::from_parts(parts, B::from(read.clone())),
+            read,
+        )
     }
 }
 

@@ -128,11 +128,17 @@ async fn a_dead_port_gives_up_typed_inside_async_openais_error() {
         .service(ReqwestService::new(reqwest13::Client::new()));
     let config = OpenAIConfig::new().with_api_base(format!("http://127.0.0.1:{port}/v1"));
     let openai = async_openai::Client::with_config(config).with_http_service(service);
-    let e = openai.chat().create(request("x")).await.expect_err("refused");
+    let e = openai
+        .chat()
+        .create(request("x"))
+        .await
+        .expect_err("refused");
     let OpenAIError::Boxed(b) = e else {
         panic!("a boxed give-up: {e:?}");
     };
-    let g = b.downcast_ref::<GaveUp<OpenAIError>>().expect("steadfast's give-up");
+    let g = b
+        .downcast_ref::<GaveUp<OpenAIError>>()
+        .expect("steadfast's give-up");
     assert_eq!(g.reason(), GiveUpReason::RetriesExhausted, "{g}");
     assert_eq!(g.0.attempts, 3);
     assert!(matches!(g.0.source, Some(OpenAIError::Reqwest(_))), "{g:?}");

@@ -86,7 +86,11 @@ async fn run(openai: OpenAi, server: &MockServer) -> Figures {
         let (openai, gate) = (openai.clone(), gate.clone());
         set.spawn(async move {
             let _slot = gate.acquire().await.expect("open");
-            openai.chat().create(request(&format!("call {i}"))).await.is_ok()
+            openai
+                .chat()
+                .create(request(&format!("call {i}")))
+                .await
+                .is_ok()
         });
     }
     let mut successes = 0;
@@ -107,13 +111,19 @@ async fn async_openais_retry_layer_beside_steadfasts_on_ratelimit() {
     let theirs = run(theirs(&a), &a).await;
     let ours = run(ours(&b), &b).await;
     println!("ratelimit, {CALLS} calls, {CONCURRENCY} at a time");
-    for (name, f) in [("OpenAIRetryLayer (3 retries)", theirs), ("SteadfastLayer", ours)] {
+    for (name, f) in [
+        ("OpenAIRetryLayer (3 retries)", theirs),
+        ("SteadfastLayer", ours),
+    ] {
         let (requests, early, ok) = (f.requests, f.early, f.successes);
         println!("{name:<30} requests {requests:>4}, early {early:>3}, successes {ok}/{CALLS}");
     }
     assert_eq!(ours.successes, CALLS, "{ours:?}");
     assert_eq!(ours.early, 0, "{ours:?}");
-    assert!(ours.requests <= 8 * CALLS as u64, "at most max_attempts each: {ours:?}");
+    assert!(
+        ours.requests <= 8 * CALLS as u64,
+        "at most max_attempts each: {ours:?}"
+    );
     assert!(ours.successes >= theirs.successes, "{ours:?} {theirs:?}");
     assert!(ours.early <= theirs.early, "{ours:?} {theirs:?}");
 }

@@ -95,10 +95,7 @@ async fn reqwest_calls(server: &MockServer, calls: usize) {
             let text = format!("call {i}");
             let body = ask(&text);
             let r = steadfast
-                .run(|a| {
-                    let send = http.post(&a.url).headers(a.headers).json(&body).send();
-                    async move { send.await }
-                })
+                .run(|a| http.post(&a.url).headers(a.headers).json(&body).send())
                 .await;
             let r = r.unwrap_or_else(|e| panic!("{text}: {e}"));
             let body: serde_json::Value = r.json().await.expect("JSON");
@@ -141,7 +138,11 @@ fn ureq_thread(steadfast: &Client, calls: impl Iterator<Item = usize>) {
         let text = format!("call {i}");
         let body = ask(&text).to_string();
         let r = steadfast.run_blocking(|a| {
-            let mut request = agent.post(&a.url).config().timeout_global(Some(a.timeout)).build();
+            let mut request = agent
+                .post(&a.url)
+                .config()
+                .timeout_global(Some(a.timeout))
+                .build();
             for (name, value) in &a.headers {
                 request = request.header(name, value);
             }

@@ -12,12 +12,9 @@ use tower::{Layer, Service, ServiceExt};
 type Response = http::Response<reqwest13::Body>;
 
 /// reqwest as a tower service of `http` types.
-fn inner() -> impl Service<
-    http::Request<Bytes>,
-    Response = Response,
-    Error = reqwest13::Error,
-    Future = impl Send,
-> + Clone
+fn inner()
+-> impl Service<http::Request<Bytes>, Response = Response, Error = reqwest13::Error, Future = impl Send>
++ Clone
 + Send {
     let http = reqwest13::Client::new();
     tower::service_fn(move |req: http::Request<Bytes>| {
@@ -53,7 +50,10 @@ async fn http_requests_survive_flaky() {
         let r = svc.clone().oneshot(post(&url, &text)).await;
         let r = r.unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(r.status(), 200);
-        assert_eq!(answer(r).await["choices"][0]["message"]["content"], text.as_str());
+        assert_eq!(
+            answer(r).await["choices"][0]["message"]["content"],
+            text.as_str()
+        );
     }
     each_call_kept_its_key(&server, 30);
 }

@@ -79,7 +79,10 @@ async fn a_request_error_is_handed_back_once_with_a_note() {
         .expect("the error response");
     assert_eq!(r.status(), 400);
     let note = r.extensions().get::<GaveUpNote>().copied().expect("a note");
-    assert_eq!((note.reason, note.attempts), (GiveUpReason::NotRetryable, 1));
+    assert_eq!(
+        (note.reason, note.attempts),
+        (GiveUpReason::NotRetryable, 1)
+    );
     assert!(r.text().await.expect("the body").contains("error"));
     assert_eq!(server.stats().total_requests, 1);
 }

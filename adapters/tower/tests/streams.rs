@@ -9,10 +9,10 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
     CreateChatCompletionRequestArgs,
 };
+use futures_util::StreamExt;
 use steadfast_mock::{Fault, MockServer};
 use steadfast_tower::SteadfastLayer;
 use support::*;
-use futures_util::StreamExt;
 
 /// The chunks' text, and whether the stream ended in an error.
 async fn collect(mut s: async_openai::types::chat::ChatCompletionResponseStream) -> (String, bool) {
@@ -60,7 +60,9 @@ fn unavailable() -> Fault {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_is_retried_before_its_body_starts() {
-    let server = mock("ok", |c| c.script = vec![unavailable(), Fault::ResetBeforeRequest]);
+    let server = mock("ok", |c| {
+        c.script = vec![unavailable(), Fault::ResetBeforeRequest]
+    });
     let text = "alpha beta gamma delta";
     let stream = openai(&server).chat().create_stream(request(text)).await;
     let (got, failed) = collect(stream.expect("the stream starts")).await;
@@ -74,11 +76,17 @@ async fn a_stream_is_retried_before_its_body_starts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_cut_after_its_body_started_is_not_retried() {
-    let server = mock("ok", |c| c.script = vec![Fault::StreamCut { after_events: 2 }]);
+    let server = mock("ok", |c| {
+        c.script = vec![Fault::StreamCut { after_events: 2 }]
+    });
     let text = "alpha beta gamma delta epsilon";
     let stream = openai(&server).chat().create_stream(request(text)).await;
     let (got, failed) = collect(stream.expect("the stream starts")).await;
     assert!(failed, "the cut reaches the caller");
     assert!(text.starts_with(&got) && got.len() < text.len(), "{got:?}");
-    assert_eq!(server.stats().total_requests, 1, "never retried after the head");
+    assert_eq!(
+        server.stats().total_requests,
+        1,
+        "never retried after the head"
+    );
 }

@@ -60,6 +60,9 @@ mod stream;
 use std::sync::Arc;
 
 use drive::Clock;
+/// ureq's errors as the core's transport failures (for integrations that drive
+/// their own ureq calls).
+pub use errors::transport as transport_of;
 use serde::Serialize;
 use steadfast_core::time::Timestamp;
 /// The canonical chat shape: typed requests and replies (`chat::types`) and the
@@ -75,9 +78,6 @@ pub use steadfast_http::{
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::{EventIter, TextIter};
-/// ureq's errors as the core's transport failures (for integrations that drive
-/// their own ureq calls).
-pub use errors::transport as transport_of;
 
 /// A call that gave up; its source is the last attempt's ureq error.
 pub type CallError = steadfast_http::CallError<ureq::Error>;

@@ -86,11 +86,23 @@ pub fn each_call_kept_its_key(server: &MockServer, calls: usize) {
         "requests {}, by status {:?}, early {}",
         s.total_requests, s.by_status, s.early
     );
-    assert_eq!(s.early, 0, "a request came back before its Retry-After: {s:?}");
+    assert_eq!(
+        s.early, 0,
+        "a request came back before its Retry-After: {s:?}"
+    );
     assert_eq!(s.keys.len(), calls, "one idempotency key per call: {s:?}");
     let attempts: u64 = s.keys.values().map(|k| k.attempts).sum();
-    assert_eq!(attempts, s.total_requests, "every request carried its call's key");
-    assert!(s.total_requests > calls as u64, "some calls were retried: {s:?}");
-    assert!(s.keys.values().all(|k| k.processed <= 1), "no call done twice: {s:?}");
+    assert_eq!(
+        attempts, s.total_requests,
+        "every request carried its call's key"
+    );
+    assert!(
+        s.total_requests > calls as u64,
+        "some calls were retried: {s:?}"
+    );
+    assert!(
+        s.keys.values().all(|k| k.processed <= 1),
+        "no call done twice: {s:?}"
+    );
     assert!(s.keys.values().any(|k| k.attempts > 1), "{s:?}");
 }
