@@ -33,6 +33,7 @@
 //! ```no_run
 //! # #[cfg(feature = "async-openai")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # use reqwest13 as reqwest;
 //! use async_openai::middleware::ReqwestService;
 //! use steadfast_tower::{Client, EndpointDef, Provider, SteadfastLayer};
 //! let steadfast = Client::builder()
@@ -149,6 +150,12 @@ impl Client {
     /// The counters so far.
     pub fn metrics(&self) -> MetricsSnapshot {
         self.inner.shared.metrics()
+    }
+
+    /// The instant now by tokio's clock, as the engine counts it: the `now` of
+    /// `shared().with_engine(|e| e.health(now, endpoint))`.
+    pub fn now(&self) -> steadfast_core::time::Timestamp {
+        self.epoch().timestamp(tokio::time::Instant::now().into_std())
     }
 
     /// Runs one logical call: `attempt` makes one attempt with whatever client (sending
