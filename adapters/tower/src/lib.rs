@@ -155,7 +155,8 @@ impl Client {
     /// The instant now by tokio's clock, as the engine counts it: the `now` of
     /// `shared().with_engine(|e| e.health(now, endpoint))`.
     pub fn now(&self) -> steadfast_core::time::Timestamp {
-        self.epoch().timestamp(tokio::time::Instant::now().into_std())
+        self.epoch()
+            .timestamp(tokio::time::Instant::now().into_std())
     }
 
     /// Runs one logical call: `attempt` makes one attempt with whatever client (sending

@@ -133,3 +133,43 @@ where
         self.0.map(|p| p.response)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::{BodyExt, Full};
+
+    use super::*;
+
+    fn response(status: u16, body: &'static str) -> http::Response<Full<Bytes>> {
+        let mut r = http::Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+        *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or_default();
+        r
+    }
+
+    async fn body_of(r: http::Response<Full<Bytes>>) -> Bytes {
+        let collected = r.into_body().collect().await;
+        collected.map(|c| c.to_bytes()).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn an_error_body_is_read_and_handed_on_whole() {
+        let body = r#"{"error":{"type":"rate_limit_error"}}"#;
+        let p = Peeked::read(response(429, body), 1 << 20).await;
+        assert_eq!(p.body, body.as_bytes());
+        assert_eq!(body_of(p.response).await, body.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn a_success_is_not_read() {
+        let p = Peeked::read(response(200, "data: {}\n\n"), 1 << 20).await;
+        assert!(p.body.is_empty());
+        assert_eq!(body_of(p.response).await, "data: {}\n\n".as_bytes());
+    }
+
+    #[tokio::test]
+    async fn an_error_body_past_the_limit_is_cut_to_it() {
+        let p = Peeked::read(response(500, "0123456789"), 4).await;
+        assert_eq!(p.body, "0123".as_bytes());
+        assert_eq!(body_of(p.response).await, "0123".as_bytes());
+    }
+}

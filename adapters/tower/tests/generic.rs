@@ -80,3 +80,32 @@ async fn a_request_moves_to_the_next_endpoint_when_the_first_is_dead() {
     assert_eq!(s.by_path.get("/v1/chat/completions"), Some(&1), "{s:?}");
     assert!(steadfast.metrics().failovers >= 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_never_show_in_attempts_or_give_ups() {
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", l.local_addr().expect("addr"))
+    };
+    let steadfast = Client::builder()
+        .endpoint(EndpointDef::new(&dead, Provider::OpenAi, KEY))
+        .policy(policy())
+        .max_retries(1)
+        .seed_u64(SEED)
+        .build()
+        .expect("builds");
+    let mut shown = Vec::new();
+    let http = reqwest13::Client::new();
+    let e = steadfast
+        .run(|a| {
+            shown.push(format!("{a:?}"));
+            http.post(&a.url).headers(a.headers).body("{}").send()
+        })
+        .await
+        .expect_err("nothing listens");
+    shown.push(format!("{e} {e:?} {:?}", steadfast.shared()));
+    assert_eq!(shown.len(), 3, "two attempts and the give-up");
+    for text in &shown {
+        assert!(!text.contains(KEY), "{text}");
+    }
+}
