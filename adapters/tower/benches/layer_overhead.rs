@@ -4,6 +4,10 @@
 //! each call with a fresh `Idempotency-Key` (the bare one sets its own, the layer its
 //! call's), and read the whole body.
 //!
+//! A second group, `no_network`, puts both over an inner service that answers at once:
+//! the layer's own work per call (session, engine decisions, headers, the rebuilt
+//! factory, the attempt timeout) alone.
+//!
 //! After criterion's report, an interleaved A/B run prints the overhead ratio (the
 //! median over rounds of the layer's mean / the bare service's mean).
 
@@ -26,6 +30,7 @@ struct Fixture {
     layered: SteadfastService<ReqwestService>,
     http: reqwest::Client,
     url: String,
+    steadfast: Client,
     _server: MockServer,
 }
 
@@ -46,6 +51,7 @@ fn fixture() -> Fixture {
     Fixture {
         bare: ReqwestService::new(http.clone()),
         layered: SteadfastLayer::new(&steadfast).layer(ReqwestService::new(http.clone())),
+        steadfast,
         http,
         url: format!("{}/v1/chat/completions", server.base_url()),
         rt,
@@ -109,6 +115,28 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             f.layered_call(n)
+        })
+    });
+    g.finish();
+
+    // Without the network: an inner service that answers at once, bare and layered,
+    // so the layer's own work (session, engine decisions, headers, the rebuilt
+    // factory, the attempt timeout) shows alone.
+    let ready = tower::service_fn(|f: HttpRequestFactory| async move {
+        let request = f.build().await?;
+        let mut r = http::Response::new(reqwest::Body::from(""));
+        *r.headers_mut() = request.headers().clone();
+        Ok::<_, async_openai::error::OpenAIError>(reqwest::Response::from(r))
+    });
+    let layered_ready = SteadfastLayer::new(&f.steadfast).layer(ready);
+    let mut g = c.benchmark_group("no_network");
+    g.bench_function("bare_ready_service", |b| {
+        b.iter(|| f.rt.block_on(ready.oneshot(f.factory(1))).expect("ready"))
+    });
+    g.bench_function("steadfast_layer_ready", |b| {
+        b.iter(|| {
+            let call = layered_ready.clone().oneshot(f.factory(1));
+            f.rt.block_on(call).expect("ready")
         })
     });
     g.finish();
