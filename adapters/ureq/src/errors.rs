@@ -5,7 +5,7 @@ use steadfast_http::outcome::{io_kind, phase_of};
 use ureq::Timeout;
 
 /// What failed, given whether a status line had arrived when it did.
-pub(crate) fn transport(e: &ureq::Error, status_seen: bool) -> Transport {
+pub fn transport(e: &ureq::Error, status_seen: bool) -> Transport {
     use TransportKind as K;
     let kind = match e {
         ureq::Error::Timeout(Timeout::Resolve) => K::Dns,

@@ -60,6 +60,9 @@ mod stream;
 use std::sync::Arc;
 
 use drive::Clock;
+/// ureq's errors as the core's transport failures (for integrations that drive
+/// their own ureq calls).
+pub use errors::transport as transport_of;
 use serde::Serialize;
 use steadfast_core::time::Timestamp;
 /// The canonical chat shape: typed requests and replies (`chat::types`) and the
