@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -164,6 +164,8 @@ fn report_whole(c: &Inner, s: &mut S<'_>, status: u16, headers: &HeaderMap, whol
 pub(crate) struct Opened {
     pub body: ureq::BodyReader<'static>,
     pub reader: EventReader,
+    /// The longest gap between events (the policy's `stall_timeout`).
+    pub stall: Option<Duration>,
 }
 
 /// A streamed call: retried until the first event arrives.
@@ -209,6 +211,7 @@ enum First {
 /// first-event deadline. A thread given up on ends with the attempt's own timeout.
 fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = Instant::now() + out.first_event_timeout();
+    let stall = out.attempt.stall_timeout;
     let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader(c.clock.now()));
     let request = Request::from(out);
     let (tx, rx) = mpsc::sync_channel(1);
@@ -223,7 +226,11 @@ fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
         return None;
     }
     let kind = match rx.recv_timeout(first_by.saturating_duration_since(Instant::now())) {
-        Ok(o) => return report_opening(c, s, o),
+        Ok(o) => {
+            let mut opened = report_opening(c, s, o)?;
+            opened.stall = stall;
+            return Some(opened);
+        }
         Err(RecvTimeoutError::Timeout) => TransportKind::Timeout,
         Err(RecvTimeoutError::Disconnected) => TransportKind::Other,
     };
@@ -257,7 +264,12 @@ fn first_event(mut body: ureq::BodyReader<'static>, mut reader: EventReader) -> 
             Ok(n) => {
                 reader.push(buf.get(..n).unwrap_or_default());
                 if let Some(ok) = reader.first_event() {
-                    return First::Event(ok, Box::new(Opened { body, reader }));
+                    let opened = Opened {
+                        body,
+                        reader,
+                        stall: None,
+                    };
+                    return First::Event(ok, Box::new(opened));
                 }
                 if reader.over_limit() {
                     return First::TooLarge;

@@ -51,9 +51,9 @@ pub struct RetryConfig {
     pub first_event_timeout: Option<Duration>,
     /// For streams: after the first event, the longest gap between two events; a
     /// longer one ends the stream with a typed interruption carrying the text so far.
-    /// When set, a stream that keeps producing is no longer cut at `attempt_timeout`
-    /// (the async client and the gateway; the blocking client still bounds a stream by
-    /// `attempt_timeout` and does not watch its gaps).
+    /// Both clients watch it. In the async client and the gateway, a stream that keeps
+    /// producing is then no longer cut at `attempt_timeout`; the blocking client (which
+    /// reads such a stream on its own thread) still bounds a stream by it as a whole.
     #[cfg_attr(
         feature = "serde",
         serde(with = "crate::duration::serde_human::option")

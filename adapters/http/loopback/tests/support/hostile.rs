@@ -260,6 +260,25 @@ pub fn a_stream_that_trickles_is_cut<H: Harness>() {
     assert_eq!(server.stats().total_requests, 1, "never retried");
 }
 
+/// A stream whose events stop while bytes that make no event keep coming ends at the
+/// stall timeout, long before the attempt timeout, with its first event delivered.
+pub fn a_stream_whose_events_stop_ends_stalled<H: Harness>() {
+    let server = server_with(&[drip(None, 1, 20, true)]);
+    let build = hostile(&server).policy(|p| {
+        hostile_policy(p);
+        p.retry.stall_timeout = Some(Duration::from_millis(150));
+    });
+    let what = "filler after the first event";
+    let (events, interrupted) = stream_ends::<H>(what, build, stream_ask()).started(what);
+    assert_eq!(events, 1, "the first event reached the caller");
+    assert_eq!(interrupted, Some(Interruption::Stalled));
+    assert!(
+        server.stats().filler_bytes > 0,
+        "bytes flowed during the stall"
+    );
+    assert_eq!(server.stats().total_requests, 1, "never retried");
+}
+
 /// A stream whose head arrives at once but whose first event never does: each attempt
 /// ends at the first-event timeout, not at the far longer attempt timeout or the
 /// deadline (either would take longer than the hang guard allows), so all three
@@ -437,6 +456,7 @@ macro_rules! hostile_scenarios {
             an_absurd_retry_after_ends_the_call_at_once,
             a_body_that_never_ends_is_cut_at_the_deadline,
             a_stream_that_trickles_is_cut,
+            a_stream_whose_events_stop_ends_stalled,
             a_stream_silent_after_its_head_is_cut_at_the_first_event_timeout,
             a_huge_body_is_refused_unread,
             the_default_body_limit_holds_while_reading,
