@@ -60,6 +60,9 @@ pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<
 
 const EVENT_STREAM: &str = "text/event-stream";
 
+/// The longest stream kept for the requests that share its idempotency key.
+const MAX_SHARED: usize = 8 * 1024 * 1024;
+
 /// A whole answer (the stream never started), handed to the waiting requests too.
 fn whole(answer: Answer, lead: Option<Lead>) -> Response<Body> {
     let response = answer.to_response();
@@ -95,6 +98,15 @@ impl Relay {
             if let Some(bytes) = self.pending.pop_front() {
                 if let Some((_, sent)) = &mut self.capture {
                     sent.extend_from_slice(&bytes);
+                }
+                // A stream too long to keep is not shared: the waiting requests, let go,
+                // run their own call (with the same idempotency key upstream).
+                if self
+                    .capture
+                    .as_ref()
+                    .is_some_and(|(_, sent)| sent.len() > MAX_SHARED)
+                {
+                    self.capture = None;
                 }
                 return Some((Ok(Frame::data(bytes)), self));
             }
