@@ -168,60 +168,59 @@ impl GatewayMetrics {
                 "steadfast_gateway_requests_total{{path=\"{path}\",status=\"{status}\"}} {n}"
             );
         }
-        let chat = "gen_ai_operation_name=\"chat\"";
-        header(
-            out,
-            "gen_ai_client_operation_duration_seconds",
-            "histogram",
-            "GenAI operation duration.",
-        );
-        self.duration
-            .render(out, "gen_ai_client_operation_duration_seconds", chat);
-        header(
-            out,
-            "gen_ai_client_operation_time_to_first_chunk_seconds",
-            "histogram",
-            "Time to the first chunk of a streamed answer.",
-        );
-        self.first_chunk.render(
-            out,
-            "gen_ai_client_operation_time_to_first_chunk_seconds",
-            chat,
-        );
-        header(
-            out,
-            "gen_ai_client_token_usage",
-            "histogram",
-            "Tokens used, by type.",
-        );
-        self.input_tokens.render(
-            out,
-            "gen_ai_client_token_usage",
-            "gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"",
-        );
-        self.output_tokens.render(
-            out,
-            "gen_ai_client_token_usage",
-            "gen_ai_operation_name=\"chat\",gen_ai_token_type=\"output\"",
-        );
-        counter(
-            out,
-            "steadfast_gateway_stream_cuts_total",
-            "Streams that failed after their first byte reached the client.",
-            self.stream_cuts.load(Ordering::Relaxed),
-        );
-        counter(
-            out,
-            "steadfast_gateway_single_flight_joined_total",
-            "Requests that waited for a running request with their idempotency key.",
-            self.joined.load(Ordering::Relaxed),
-        );
-        counter(
-            out,
-            "steadfast_gateway_replays_total",
-            "Stored successes sent again to their idempotency key.",
-            self.replayed.load(Ordering::Relaxed),
-        );
+        const CHAT: &str = "gen_ai_operation_name=\"chat\"";
+        const TOKENS: &str = "gen_ai_client_token_usage";
+        let histograms = [
+            (
+                "gen_ai_client_operation_duration_seconds",
+                "GenAI operation duration.",
+                vec![(&self.duration, CHAT)],
+            ),
+            (
+                "gen_ai_client_operation_time_to_first_chunk_seconds",
+                "Time to the first chunk of a streamed answer.",
+                vec![(&self.first_chunk, CHAT)],
+            ),
+            (
+                TOKENS,
+                "Tokens used, by type.",
+                vec![
+                    (
+                        &self.input_tokens,
+                        "gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"",
+                    ),
+                    (
+                        &self.output_tokens,
+                        "gen_ai_operation_name=\"chat\",gen_ai_token_type=\"output\"",
+                    ),
+                ],
+            ),
+        ];
+        for (name, help, series) in histograms {
+            header(out, name, "histogram", help);
+            for (h, labels) in series {
+                h.render(out, name, labels);
+            }
+        }
+        for (name, help, value) in [
+            (
+                "steadfast_gateway_stream_cuts_total",
+                "Streams that failed after their first byte reached the client.",
+                &self.stream_cuts,
+            ),
+            (
+                "steadfast_gateway_single_flight_joined_total",
+                "Requests that waited for a running request with their idempotency key.",
+                &self.joined,
+            ),
+            (
+                "steadfast_gateway_replays_total",
+                "Stored successes sent again to their idempotency key.",
+                &self.replayed,
+            ),
+        ] {
+            counter(out, name, help, value.load(Ordering::Relaxed));
+        }
     }
 }
 

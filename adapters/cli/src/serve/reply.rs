@@ -21,7 +21,7 @@ pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
 pub type CallError = steadfast_reqwest::CallError;
 
 /// A whole body.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
 }
 
