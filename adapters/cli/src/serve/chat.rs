@@ -62,6 +62,7 @@ pub async fn serve(
             Caller::Key(i) => Some(i),
         },
         path,
+        stream: chat.stream,
         key,
     };
     loop {

@@ -19,6 +19,8 @@ pub struct FlightKey {
     pub caller: Option<usize>,
     /// The request's path.
     pub path: &'static str,
+    /// Whether it asked for a stream (a whole answer is never sent for a stream).
+    pub stream: bool,
     /// The client's `Idempotency-Key`.
     pub key: String,
 }
@@ -169,6 +171,7 @@ mod tests {
         FlightKey {
             caller: Some(0),
             path: "/v1/chat/completions",
+            stream: false,
             key: k.into(),
         }
     }
