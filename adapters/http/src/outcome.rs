@@ -128,6 +128,53 @@ pub fn io_kind(kind: io::ErrorKind, status_seen: bool) -> TransportKind {
     }
 }
 
+/// What a reqwest-style client error says about itself (reqwest 0.12 and 0.13 alike),
+/// read by [`client_transport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientErrorFacts {
+    /// The connection could not be made.
+    pub connect: bool,
+    /// A timeout fired.
+    pub timeout: bool,
+    /// The request could not be built (nothing was sent).
+    pub builder: bool,
+    /// The first I/O error's kind in its `source` chain.
+    pub io: Option<io::ErrorKind>,
+    /// Whether a status line had arrived when it failed.
+    pub status_seen: bool,
+}
+
+/// The transport failure of a client error: connect failures before the request
+/// left, a builder error before anything was sent, else by the I/O error, a timeout,
+/// or (hyper's "connection closed before message completed" carries no I/O error) a
+/// reset before the status line and a cut body after it.
+pub fn client_transport(f: ClientErrorFacts) -> Transport {
+    if f.connect {
+        let kind = if f.timeout {
+            TransportKind::ConnectTimeout
+        } else {
+            match f.io.map(|k| io_kind(k, false)) {
+                Some(TransportKind::ConnectRefused) => TransportKind::ConnectRefused,
+                _ => TransportKind::Other,
+            }
+        };
+        return Transport::new(kind, Phase::BeforeSend);
+    }
+    if f.builder {
+        return Transport::new(TransportKind::Other, Phase::BeforeSend);
+    }
+    let kind = if f.timeout {
+        TransportKind::Timeout
+    } else if let Some(k) = f.io {
+        io_kind(k, f.status_seen)
+    } else if f.status_seen {
+        TransportKind::BodyCut
+    } else {
+        TransportKind::Reset
+    };
+    Transport::new(kind, phase_of(kind))
+}
+
 /// The phase of a failure of `kind`: connect-type failures happen before the request
 /// leaves; everything else may come after.
 pub fn phase_of(kind: TransportKind) -> Phase {

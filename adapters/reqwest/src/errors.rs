@@ -1,37 +1,17 @@
 //! reqwest's errors as the core's transport failures: a plain translation.
 
-use steadfast_core::outcome::{Phase, Transport, TransportKind};
-use steadfast_http::outcome::{find_io_error, io_kind, phase_of};
+use steadfast_core::outcome::Transport;
+use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error};
 
 /// What failed, given whether a status line had arrived when it did.
 pub(crate) fn transport(e: &reqwest::Error, status_seen: bool) -> Transport {
-    let io = find_io_error(e).map(|io| io.kind());
-    if e.is_connect() {
-        let kind = if e.is_timeout() {
-            TransportKind::ConnectTimeout
-        } else {
-            match io.map(|k| io_kind(k, false)) {
-                Some(TransportKind::ConnectRefused) => TransportKind::ConnectRefused,
-                _ => TransportKind::Other,
-            }
-        };
-        // Nothing was sent before the connection existed.
-        return Transport::new(kind, Phase::BeforeSend);
-    }
-    if e.is_builder() {
-        return Transport::new(TransportKind::Other, Phase::BeforeSend);
-    }
-    let kind = if e.is_timeout() {
-        TransportKind::Timeout
-    } else if let Some(k) = io {
-        io_kind(k, status_seen)
-    } else if status_seen {
-        TransportKind::BodyCut
-    } else {
-        // hyper's "connection closed before message completed" carries no I/O error.
-        TransportKind::Reset
-    };
-    Transport::new(kind, phase_of(kind))
+    client_transport(ClientErrorFacts {
+        connect: e.is_connect(),
+        timeout: e.is_timeout(),
+        builder: e.is_builder(),
+        io: find_io_error(e).map(|io| io.kind()),
+        status_seen,
+    })
 }
 
 /// hyper's message for a response head over its limits (`Parse::TooLarge`).

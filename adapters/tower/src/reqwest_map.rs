@@ -4,8 +4,8 @@
 use bytes::Bytes;
 use http::{Extensions, HeaderMap};
 use reqwest13 as reqwest;
-use steadfast_core::outcome::{Phase, Transport, TransportKind};
-use steadfast_http::outcome::{find_io_error, io_kind, phase_of};
+use steadfast_core::outcome::Transport;
+use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error};
 
 use crate::outcome::{IntoOutcome, Observed};
 use crate::peek::PeekBody;
@@ -13,33 +13,13 @@ use crate::peek::PeekBody;
 /// What failed in a reqwest error: connect-time failures happen before the request
 /// leaves; a failure while reading a body comes after the status line.
 pub fn transport_of_reqwest(e: &reqwest::Error) -> Transport {
-    let status_seen = e.is_body() || e.is_decode();
-    let io = find_io_error(e).map(|io| io.kind());
-    if e.is_connect() {
-        let kind = if e.is_timeout() {
-            TransportKind::ConnectTimeout
-        } else {
-            match io.map(|k| io_kind(k, false)) {
-                Some(TransportKind::ConnectRefused) => TransportKind::ConnectRefused,
-                _ => TransportKind::Other,
-            }
-        };
-        return Transport::new(kind, Phase::BeforeSend);
-    }
-    if e.is_builder() {
-        return Transport::new(TransportKind::Other, Phase::BeforeSend);
-    }
-    let kind = if e.is_timeout() {
-        TransportKind::Timeout
-    } else if let Some(k) = io {
-        io_kind(k, status_seen)
-    } else if status_seen {
-        TransportKind::BodyCut
-    } else {
-        // hyper's "connection closed before message completed" carries no I/O error.
-        TransportKind::Reset
-    };
-    Transport::new(kind, phase_of(kind))
+    client_transport(ClientErrorFacts {
+        connect: e.is_connect(),
+        timeout: e.is_timeout(),
+        builder: e.is_builder(),
+        io: find_io_error(e).map(|io| io.kind()),
+        status_seen: e.is_body() || e.is_decode(),
+    })
 }
 
 /// A reqwest error as the executor reports it: with its status when

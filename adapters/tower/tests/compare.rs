@@ -107,7 +107,7 @@ async fn run(openai: OpenAi, server: &MockServer) -> Figures {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_openais_retry_layer_beside_steadfasts_on_ratelimit() {
-    let (a, b) = (ratelimit(), ratelimit());
+    let (a, b) = (ratelimit_bucket(), ratelimit_bucket());
     let theirs = run(theirs(&a), &a).await;
     let ours = run(ours(&b), &b).await;
     println!("ratelimit, {CALLS} calls, {CONCURRENCY} at a time");

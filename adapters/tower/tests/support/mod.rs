@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use steadfast_mock::{MockConfig, MockServer};
+use steadfast_mock::{Fault, MockConfig, MockServer};
 use steadfast_tower::{Client, EndpointDef, Policy, Provider};
 
 /// The seed of every client and server here (printed by each test).
@@ -31,12 +31,28 @@ pub fn flaky() -> MockServer {
     mock("flaky", |c| c.knobs.retry_after = Some(ms(150)))
 }
 
-/// ratelimit at 1200 requests a minute, a burst of 4.
-pub fn ratelimit() -> MockServer {
+/// ratelimit at 1200 requests a minute, a burst of 4: the bucket alone.
+pub fn ratelimit_bucket() -> MockServer {
     mock("ratelimit", |c| {
         c.knobs.rpm = Some(1200);
         c.knobs.rate_burst = Some(4);
     })
+}
+
+/// [`ratelimit_bucket`] whose first answer is a 429 asking for 200 ms. A client that
+/// learns the bucket from its first answer can pace its calls so well that none meets
+/// a 429; this way the limit is always met and waited out, however the calls happen to
+/// be scheduled.
+pub fn ratelimit() -> MockServer {
+    let server = ratelimit_bucket();
+    server.push_faults(&[Fault::Status {
+        status: 429,
+        retry_after: None,
+        retry_after_ms: Some("200".into()),
+        body: None,
+        headers: Vec::new(),
+    }]);
+    server
 }
 
 /// outage: every request 503 for the first 1.5 s, fast answers otherwise.
