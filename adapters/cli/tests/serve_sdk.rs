@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use steadfast_mock::Stats;
 use steadfast_upstream::dist::Dist;
-use support::{KillOnDrop, MockServer, Tmp, server};
+use support::{Fault, KillOnDrop, MockServer, Tmp, server};
 
 /// The key clients present to the gateway, and the variable the gateway reads it from.
 const GATEWAY_KEY: &str = "sk-gateway-0123456789";
@@ -596,6 +596,15 @@ fn ratelimit_every_call_ok_and_none_before_its_hint() {
         c.knobs.rpm = Some(1200);
         c.knobs.rate_burst = Some(4);
     });
+    // The gateway learns the bucket from its first answer and may pace every call past
+    // it; the first answer is a 429, so the limit is met however the calls are timed.
+    s.push_faults(&[Fault::Status {
+        status: 429,
+        retry_after: None,
+        retry_after_ms: Some("200".into()),
+        body: None,
+        headers: Vec::new(),
+    }]);
     let (stats, _) = through_gateway(&s, FAST, &both_sdks("ratelimit", 12), false);
     assert!(stats.status(429) > 0, "the limit was never hit: {stats:?}");
 }
