@@ -330,9 +330,12 @@ async fn a_burst_is_paced_for_every_client_together() {
     assert!(failed.is_empty(), "{} failed: {failed:?}", failed.len());
     let stats = mock.stats();
     assert_eq!(stats.early, 0, "no request before its hint: {stats:?}");
+    // Before the first answer nothing is known of the bucket, so the first wave may
+    // meet 429s past the burst of 10; after it every call is paced, so no more than
+    // those: at most one 429 for each call the burst could not take.
     let limited = stats.by_status.get(&429).copied().unwrap_or(0);
     assert!(
-        limited <= 12,
+        limited <= 60 - 10,
         "paced, not hammering: {limited} 429s of {}",
         stats.total_requests
     );
