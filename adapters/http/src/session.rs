@@ -612,7 +612,14 @@ impl Start<'_> {
     /// The call, started at `now` on the shared engine.
     fn call(&self, shared: &Shared, now: Timestamp) -> Call {
         let id = self.business_id;
-        let mut call = shared.with_engine(|e| match self.retry {
+        let rules = self.retry.unwrap_or(&shared.policy.retry);
+        // The first-event timeout is a stream's: a whole answer has the attempt timeout.
+        let whole = (!self.stream && rules.first_event_timeout.is_some()).then(|| {
+            let mut r = *rules;
+            r.first_event_timeout = None;
+            r
+        });
+        let mut call = shared.with_engine(|e| match whole.as_ref().or(self.retry) {
             Some(retry) => e.start_call_with(now, retry, id),
             None => e.start_call(now, id),
         });

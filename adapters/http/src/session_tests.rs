@@ -393,3 +393,25 @@ mod events_after_the_lock {
         assert!(seen.iter().all(|&(_, locked)| !locked), "{seen:?}");
     }
 }
+
+#[test]
+fn the_first_event_timeout_bounds_streams_only() {
+    let shared = setup_with(Vec::new(), |p| {
+        p.retry.attempt_timeout = Duration::from_secs(10);
+        p.retry.first_event_timeout = Some(Duration::from_secs(1));
+    });
+    let request = json!({});
+    for (stream, first) in [(true, Some(Duration::from_secs(1))), (false, None)] {
+        let mut clock = Clock::new();
+        let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, stream);
+        let out = clock.next(&mut s).expect("attempt");
+        assert_eq!(out.attempt.first_event_timeout, first, "stream {stream}");
+        let by = clock
+            .0
+            .saturating_add(first.unwrap_or(Duration::from_secs(10)));
+        assert_eq!(
+            out.attempt.deadline, by,
+            "stream {stream}: a whole answer has its 10 s"
+        );
+    }
+}
