@@ -2,15 +2,13 @@
 //! flaky, ratelimit and outage scenarios, and a request error handed back as
 //! async-openai reads it.
 
+mod openai_request;
 mod support;
 
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::ReqwestService;
-use async_openai::types::chat::{
-    ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
-    CreateChatCompletionRequestArgs,
-};
+use openai_request::request;
 use steadfast_tower::{Client, GaveUp, GiveUpReason, SteadfastLayer};
 use support::*;
 
@@ -26,18 +24,6 @@ fn openai(server: &steadfast_mock::MockServer, steadfast: &Client) -> OpenAi {
     async_openai::Client::with_config(config).with_http_service(service)
 }
 
-fn request(text: &str) -> CreateChatCompletionRequest {
-    let user = ChatCompletionRequestUserMessageArgs::default()
-        .content(text)
-        .build()
-        .expect("a message");
-    CreateChatCompletionRequestArgs::default()
-        .model("gpt-test")
-        .messages([user.into()])
-        .build()
-        .expect("a request")
-}
-
 /// `calls` calls, 8 at a time; each answer echoes its own text.
 async fn many(openai: &OpenAi, calls: usize) {
     let mut set = tokio::task::JoinSet::new();
@@ -47,7 +33,7 @@ async fn many(openai: &OpenAi, calls: usize) {
         set.spawn(async move {
             let _slot = gate.acquire().await.expect("open");
             let text = format!("call {i}");
-            let r = openai.chat().create(request(&text)).await;
+            let r = openai.chat().create(request(&text, false)).await;
             (text, r)
         });
     }
@@ -95,7 +81,7 @@ async fn a_request_error_comes_back_as_async_openais_own_error_once() {
     let steadfast = client(&server);
     let e = openai(&server, &steadfast)
         .chat()
-        .create(request("refused"))
+        .create(request("refused", false))
         .await
         .expect_err("a 400");
     let OpenAIError::ApiError(api) = e else {
@@ -130,7 +116,7 @@ async fn a_dead_port_gives_up_typed_inside_async_openais_error() {
     let openai = async_openai::Client::with_config(config).with_http_service(service);
     let e = openai
         .chat()
-        .create(request("x"))
+        .create(request("x", false))
         .await
         .expect_err("refused");
     let OpenAIError::Boxed(b) = e else {

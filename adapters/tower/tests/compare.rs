@@ -1,6 +1,7 @@
 //! async-openai's own retry layer beside steadfast's, on the ratelimit scenario: the
 //! same calls, the same server settings, each figure from the server's counters.
 
+mod openai_request;
 mod support;
 
 use std::sync::Arc;
@@ -8,10 +9,7 @@ use std::sync::Arc;
 use async_openai::config::OpenAIConfig;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::middleware::{HttpRequestFactory, ReqwestService};
-use async_openai::types::chat::{
-    ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
-    CreateChatCompletionRequestArgs,
-};
+use openai_request::request;
 use steadfast_mock::MockServer;
 use steadfast_tower::SteadfastLayer;
 use support::*;
@@ -59,18 +57,6 @@ fn ours(server: &MockServer) -> OpenAi {
     async_openai::Client::with_config(config(server)).with_http_service(service)
 }
 
-fn request(text: &str) -> CreateChatCompletionRequest {
-    let user = ChatCompletionRequestUserMessageArgs::default()
-        .content(text)
-        .build()
-        .expect("a message");
-    CreateChatCompletionRequestArgs::default()
-        .model("gpt-test")
-        .messages([user.into()])
-        .build()
-        .expect("a request")
-}
-
 /// Requests the server saw, of them early, and calls that succeeded.
 #[derive(Debug, Clone, Copy)]
 struct Figures {
@@ -88,7 +74,7 @@ async fn run(openai: OpenAi, server: &MockServer) -> Figures {
             let _slot = gate.acquire().await.expect("open");
             openai
                 .chat()
-                .create(request(&format!("call {i}")))
+                .create(request(&format!("call {i}"), false))
                 .await
                 .is_ok()
         });

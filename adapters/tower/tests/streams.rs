@@ -1,15 +1,13 @@
 //! Streams through the layer: retried until the response head arrives, never after
 //! its body started.
 
+mod openai_request;
 mod support;
 
 use async_openai::config::OpenAIConfig;
 use async_openai::middleware::ReqwestService;
-use async_openai::types::chat::{
-    ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequest,
-    CreateChatCompletionRequestArgs,
-};
 use futures_util::StreamExt;
+use openai_request::request;
 use steadfast_mock::{Fault, MockServer};
 use steadfast_tower::SteadfastLayer;
 use support::*;
@@ -35,19 +33,6 @@ fn openai(server: &MockServer) -> async_openai::Client<OpenAIConfig> {
     async_openai::Client::with_config(config).with_http_service(service)
 }
 
-fn request(text: &str) -> CreateChatCompletionRequest {
-    let user = ChatCompletionRequestUserMessageArgs::default()
-        .content(text)
-        .build()
-        .expect("a message");
-    CreateChatCompletionRequestArgs::default()
-        .model("gpt-test")
-        .messages([user.into()])
-        .stream(true)
-        .build()
-        .expect("a request")
-}
-
 fn unavailable() -> Fault {
     Fault::Status {
         status: 503,
@@ -64,7 +49,10 @@ async fn a_stream_is_retried_before_its_body_starts() {
         c.script = vec![unavailable(), Fault::ResetBeforeRequest]
     });
     let text = "alpha beta gamma delta";
-    let stream = openai(&server).chat().create_stream(request(text)).await;
+    let stream = openai(&server)
+        .chat()
+        .create_stream(request(text, true))
+        .await;
     let (got, failed) = collect(stream.expect("the stream starts")).await;
     assert!(!failed, "the stream ended cleanly");
     assert_eq!(got, text);
@@ -80,7 +68,10 @@ async fn a_stream_cut_after_its_body_started_is_not_retried() {
         c.script = vec![Fault::StreamCut { after_events: 2 }]
     });
     let text = "alpha beta gamma delta epsilon";
-    let stream = openai(&server).chat().create_stream(request(text)).await;
+    let stream = openai(&server)
+        .chat()
+        .create_stream(request(text, true))
+        .await;
     let (got, failed) = collect(stream.expect("the stream starts")).await;
     assert!(failed, "the cut reaches the caller");
     assert!(text.starts_with(&got) && got.len() < text.len(), "{got:?}");
