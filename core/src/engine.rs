@@ -15,6 +15,7 @@ use core::time::Duration;
 mod control;
 mod endpoint;
 mod gate;
+mod lease;
 mod ledger;
 mod status;
 
@@ -38,6 +39,7 @@ use crate::pool::{EndpointConfig, Pool, PoolConfig, PoolEvent};
 use crate::retry::{Call, Report, RetryConfig};
 use crate::ring::Ring;
 use crate::rng::{self, CoreRng, Seed};
+use crate::shared::{SharedEvent, SharedQuota};
 use crate::time::{Monotonic, Timestamp};
 
 /// How long a call waits before asking again when every slot for calls in flight is
@@ -63,6 +65,10 @@ pub struct EndpointSpec {
     /// tried after a call gave up). It has its own breaker, budget, limiter and keys
     /// like any other.
     pub standby: bool,
+    /// Whether its request limit is shared with other processes through a store
+    /// (see [`crate::shared`]): admissions then spend leased requests as well as
+    /// passing the local limiter.
+    pub shared: bool,
 }
 
 impl EndpointSpec {
@@ -72,6 +78,7 @@ impl EndpointSpec {
             pool: EndpointConfig::new(priority, keys),
             limiter: None,
             standby: false,
+            shared: false,
         }
     }
 
@@ -79,6 +86,13 @@ impl EndpointSpec {
     #[must_use]
     pub fn on_standby(mut self) -> EndpointSpec {
         self.standby = true;
+        self
+    }
+
+    /// The same endpoint with its request limit shared (see [`EndpointSpec::shared`]).
+    #[must_use]
+    pub fn with_shared_limit(mut self) -> EndpointSpec {
+        self.shared = true;
         self
     }
 
@@ -125,6 +139,8 @@ pub enum EngineEvent {
     },
     /// A key cooled down, was disabled, or was enabled again.
     Key(PoolEvent),
+    /// A shared limit's store failed, or answered again.
+    Shared(SharedEvent),
     /// A grant was reclaimed: its attempt was overdue by [`RECLAIM_GRACE`] (its call was
     /// dropped without being cancelled, or its driver stopped polling). What it held —
     /// a call-in-flight slot, a probe — was given back.
@@ -184,6 +200,7 @@ impl Engine {
                 servers: alloc::vec![ServerLimits::default(); usize::from(spec.pool.keys)],
                 follow_server: limits.follow_server,
                 standby: spec.standby,
+                shared: spec.shared.then(|| SharedQuota::new(&policy.shared)),
                 failing_since: None,
             });
         }
@@ -297,9 +314,15 @@ impl Engine {
     /// (every decision catches up first); [`Engine::handle_timeout`] brings the state
     /// (and its events) up to date.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let now = self.clock.latest();
         self.endpoints
             .iter()
             .filter_map(|s| s.breaker.poll_timeout())
+            .chain(
+                self.endpoints
+                    .iter()
+                    .filter_map(|s| s.shared.as_ref().and_then(|q| q.poll_timeout(now))),
+            )
             .chain(
                 (self.ledger.next_reclaim() < Timestamp::MAX).then(|| self.ledger.next_reclaim()),
             )
@@ -307,11 +330,20 @@ impl Engine {
     }
 
     /// Brings the shared machines up to `now`: open breakers whose time is up become
-    /// half-open, and overdue grants are reclaimed.
+    /// half-open, shared-limit asks past their timeout fail, and overdue grants are
+    /// reclaimed.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         let now = self.clock.observe(now);
-        for s in &mut self.endpoints {
+        for (i, s) in self.endpoints.iter_mut().enumerate() {
             s.breaker.handle_timeout(now);
+            let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            if let Some(ev) = s
+                .shared
+                .as_mut()
+                .and_then(|q| q.handle_timeout(now, endpoint))
+            {
+                self.events.push(EngineEvent::Shared(ev));
+            }
         }
         self.reclaim(now);
         self.drain_events();

@@ -94,6 +94,7 @@ pub mod provider;
 pub mod retry;
 pub mod ring;
 pub mod rng;
+pub mod shared;
 pub mod time;
 
 /// The README's examples, run as doctests.

@@ -11,6 +11,7 @@ use crate::health::{HealthConfig, SlaTargets};
 use crate::idempotency::StoreConfig;
 use crate::limiter::LimiterConfig;
 use crate::retry::RetryConfig;
+use crate::shared::SharedConfig;
 
 /// Every rule steadfast follows, by section. `Policy::default()` is the `standard`
 /// preset; see each section's type for its defaults.
@@ -40,6 +41,8 @@ pub struct Policy {
     pub sla: SlaTargets,
     /// The idempotency store (adapters that dedupe submissions).
     pub idempotency: StoreConfig,
+    /// How endpoints with a shared request limit lease it (see [`crate::shared`]).
+    pub shared: SharedConfig,
 }
 
 /// A named starting point for a [`Policy`].
@@ -181,7 +184,8 @@ impl Policy {
         self.limiter.validate()?;
         self.health.validate()?;
         self.sla.validate()?;
-        self.idempotency.validate()
+        self.idempotency.validate()?;
+        self.shared.validate()
     }
 }
 

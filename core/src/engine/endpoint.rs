@@ -9,6 +9,7 @@ use crate::health::HealthWindow;
 use crate::ids::{EndpointId, KeyId, Target};
 use crate::limiter::{self, Limiter, ServerLimits};
 use crate::retry::{Admit, GiveUpReason, Query, WaitCause};
+use crate::shared::{QuotaCheck, SharedQuota};
 use crate::time::Timestamp;
 
 /// One endpoint's shared machines.
@@ -22,6 +23,8 @@ pub(super) struct EndpointState {
     /// Whether the server's rate-limit headers pace calls.
     pub follow_server: bool,
     pub standby: bool,
+    /// The shared request limit, when the endpoint has one.
+    pub shared: Option<SharedQuota>,
     /// The first endpoint-scope failure since the last success, if the endpoint has
     /// failed since: how long it has been unavailable, for [`Query::max_hold`].
     pub failing_since: Option<Timestamp>,
@@ -72,6 +75,21 @@ impl EndpointState {
     pub fn server_mut(&mut self, key: KeyId) -> Option<&mut ServerLimits> {
         let follow = self.follow_server;
         self.servers.get_mut(usize::from(key.0)).filter(|_| follow)
+    }
+
+    /// When the shared limit, if any, lets a call go: `None` for now.
+    pub fn shared_wait(&mut self, now: Timestamp) -> Option<Timestamp> {
+        match self.shared.as_mut()?.check(now) {
+            QuotaCheck::Go => None,
+            QuotaCheck::Wait(at) => Some(at),
+        }
+    }
+
+    /// Spends a shared request for an admission at `now`.
+    pub fn spend_shared(&mut self, now: Timestamp) {
+        if let Some(q) = self.shared.as_mut() {
+            q.spend(now);
+        }
     }
 
     /// When the configured limits and the server's (for `key`) let a call of `tokens`

@@ -68,6 +68,10 @@ impl Gate for Engine {
                 }
                 return false;
             }
+            if let Some(at) = s.shared_wait(now) {
+                blocked.note(at, WaitCause::RateLimit);
+                return false;
+            }
             // The rate limits come last: acquiring is the first step that charges.
             match s.acquire_rate(now, target.key, tokens) {
                 RateSlot::At(at) if at > now => {
@@ -85,6 +89,7 @@ impl Gate for Engine {
                 }
             }
             // Everything above allowed it, so these grant.
+            s.spend_shared(now);
             charge = s
                 .server_mut(target.key)
                 .map(|server| server.charge(now, tokens));
@@ -245,9 +250,17 @@ impl Engine {
         let Some(s) = self.endpoints.get_mut(usize::from(target.endpoint.0)) else {
             return busy;
         };
+        // A reserved slot spends a leased request still valid when it is sent.
+        if s.shared
+            .as_ref()
+            .is_some_and(|q| q.available(at) == 0 && !q.on_fallback(at))
+        {
+            return busy;
+        }
         let Some(at) = s.limiter.reserve(now, at, query.tokens) else {
             return busy;
         };
+        s.spend_shared(at);
         let charge = s
             .server_mut(target.key)
             .map(|server| server.charge(at, query.tokens));

@@ -1,0 +1,370 @@
+//! A request limit shared by every process behind one key, as a protocol the core
+//! speaks with a store it never touches.
+//!
+//! An endpoint whose limit is shared spends requests from a **lease**: a small slice
+//! of the shared budget a store (Redis, or the simulator's model of one) granted this
+//! process. While the lease lasts, admission stays local and costs nothing; when it is
+//! spent (or has expired), the engine asks for another one:
+//!
+//! 1. A call finds no lease: [`SharedQuota::check`] answers a short wait
+//!    ([`SharedConfig::recheck`]) and notes that a lease is wanted.
+//! 2. The driver takes the ask with [`Engine::poll_lease_ask`](crate::engine::Engine::poll_lease_ask),
+//!    asks the store (outside any lock), and reports the answer with
+//!    [`Engine::handle_lease`](crate::engine::Engine::handle_lease). One ask per
+//!    endpoint is outstanding at a time; the calls that find it outstanding wait.
+//! 3. The answer is a grant (`requests` valid for `valid_for`), a not-before (the
+//!    shared bucket is empty: nobody here asks again before it), or a failure (the
+//!    store could not be reached in time).
+//!
+//! An ask not answered within [`SharedConfig::ask_timeout`] counts as a failure, so a
+//! lost answer never stalls the endpoint. After a failure the endpoint runs on its
+//! fallback for [`SharedConfig::fallback_for`], then asks the store again:
+//! [`FailMode::Open`] admits on the local limits alone (the limiter every endpoint
+//! has), [`FailMode::Closed`] admits nothing. Either way the engine says so in an
+//! [`SharedEvent`], and again when sharing resumes.
+//!
+//! The lease is spent only by admissions the rest of the engine has already allowed,
+//! and never after it expires: the store counted its requests in the window it
+//! granted them, so a request spent later would land in a window that did not count
+//! it.
+
+use core::time::Duration;
+
+use crate::config::nonzero;
+use crate::error::ConfigError;
+use crate::ids::EndpointId;
+use crate::time::Timestamp;
+
+/// How a shared limit is asked for and what happens when its store fails.
+///
+/// Defaults: `fail: open`, `lease: 8`, `recheck: 1ms`, `ask_timeout: 250ms`,
+/// `fallback_for: 1s`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct SharedConfig {
+    /// What an endpoint does while its store cannot be reached.
+    pub fail: FailMode,
+    /// The most requests one lease asks for. The store grants fewer when its bucket
+    /// runs low (a quarter of what is left), so replicas share a burst.
+    pub lease: u32,
+    /// How soon a call that found no lease looks again (the ask is on its way).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub recheck: Duration,
+    /// An ask not answered in this time counts as a store failure.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub ask_timeout: Duration,
+    /// How long an endpoint stays on its fallback after a store failure before it
+    /// asks the store again.
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub fallback_for: Duration,
+}
+
+impl Default for SharedConfig {
+    fn default() -> SharedConfig {
+        SharedConfig {
+            fail: FailMode::Open,
+            lease: 8,
+            recheck: Duration::from_millis(1),
+            ask_timeout: Duration::from_millis(250),
+            fallback_for: Duration::from_secs(1),
+        }
+    }
+}
+
+impl SharedConfig {
+    /// Checks the parameters; the error names the first bad field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        nonzero(self.lease == 0, "shared.lease")?;
+        nonzero(self.recheck.is_zero(), "shared.recheck")?;
+        nonzero(self.ask_timeout.is_zero(), "shared.ask_timeout")?;
+        nonzero(self.fallback_for.is_zero(), "shared.fallback_for")
+    }
+}
+
+/// What an endpoint does while its shared limit's store cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum FailMode {
+    /// Keep admitting on the local limits alone.
+    #[default]
+    Open,
+    /// Admit nothing until the store answers again.
+    Closed,
+}
+
+/// A lease the driver should ask the store for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseAsk {
+    /// The endpoint whose shared limit is asked.
+    pub endpoint: EndpointId,
+    /// The most requests wanted.
+    pub want: u32,
+    /// Identifies the ask: its answer is reported with it, and an answer to an ask
+    /// that already timed out changes nothing.
+    pub ticket: u64,
+}
+
+/// The store's answer to a [`LeaseAsk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseAnswer {
+    /// `requests` (`0..=want`) may be spent within `valid_for` of now; with 0, none
+    /// is free for `retry_in`.
+    Granted {
+        /// Requests leased.
+        requests: u32,
+        /// How long they may be spent.
+        valid_for: Duration,
+        /// With 0 requests: how long until one is free.
+        retry_in: Duration,
+    },
+    /// The store could not be asked (an error or a timeout in the driver).
+    Failed,
+}
+
+/// Something a shared limit did, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedEvent {
+    /// The store failed: the endpoint runs on its fallback until `until`.
+    Fallback {
+        /// When.
+        at: Timestamp,
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// Open (local limits) or closed (nothing admitted).
+        mode: FailMode,
+        /// When the store is asked again.
+        until: Timestamp,
+    },
+    /// The store answered again after a failure: the limit is shared again.
+    Resumed {
+        /// When.
+        at: Timestamp,
+        /// The endpoint.
+        endpoint: EndpointId,
+    },
+}
+
+/// Counts of one shared limit's decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SharedCounters {
+    /// Asks sent to the store.
+    pub asks: u64,
+    /// Requests the store leased.
+    pub leased: u64,
+    /// Leased requests spent by admissions.
+    pub spent: u64,
+    /// Leased requests that expired unspent.
+    pub expired: u64,
+    /// Answers with nothing free.
+    pub empty: u64,
+    /// Asks that failed or timed out.
+    pub failures: u64,
+    /// Admissions made on the fallback (fail open) while the store was unreachable.
+    pub fallback_admissions: u64,
+}
+
+/// What the shared limit says of one admission at `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaCheck {
+    /// A leased request is free (or the fallback admits): go, then
+    /// [`SharedQuota::spend`].
+    Go,
+    /// Nothing may go before this instant.
+    Wait(Timestamp),
+}
+
+/// The state of one endpoint's shared limit. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct SharedQuota {
+    config: SharedConfig,
+    /// Leased requests not yet spent.
+    left: u32,
+    /// When they expire.
+    expires: Timestamp,
+    /// The outstanding ask and when it times out.
+    asking: Option<(u64, Timestamp)>,
+    /// A call found no lease and no ask outstanding.
+    wanted: bool,
+    /// The store said nothing is free before this.
+    not_before: Timestamp,
+    /// The store failed: the fallback applies until this.
+    fallback_until: Option<Timestamp>,
+    /// The last failure has not been followed by an answer yet.
+    failed: bool,
+    next_ticket: u64,
+    counters: SharedCounters,
+}
+
+impl SharedQuota {
+    /// A shared limit with no lease yet.
+    pub fn new(config: &SharedConfig) -> SharedQuota {
+        SharedQuota {
+            config: config.clone(),
+            left: 0,
+            expires: Timestamp::ZERO,
+            asking: None,
+            wanted: false,
+            not_before: Timestamp::ZERO,
+            fallback_until: None,
+            failed: false,
+            next_ticket: 1,
+            counters: SharedCounters::default(),
+        }
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> SharedCounters {
+        self.counters
+    }
+
+    /// Whether the fallback applies at `now` (the store failed recently).
+    pub fn on_fallback(&self, now: Timestamp) -> bool {
+        self.fallback_until.is_some_and(|until| now < until)
+    }
+
+    /// Leased requests free at `now`.
+    pub fn available(&self, now: Timestamp) -> u32 {
+        if now < self.expires { self.left } else { 0 }
+    }
+
+    /// Whether one admission may go at `now`. Changes nothing but the wish for a
+    /// lease, so it may be asked before anything else commits.
+    pub fn check(&mut self, now: Timestamp) -> QuotaCheck {
+        if let Some(until) = self.fallback_until.filter(|u| now < *u) {
+            return match self.config.fail {
+                FailMode::Open => QuotaCheck::Go,
+                FailMode::Closed => QuotaCheck::Wait(until),
+            };
+        }
+        if self.available(now) > 0 {
+            return QuotaCheck::Go;
+        }
+        if now < self.not_before {
+            return QuotaCheck::Wait(self.not_before);
+        }
+        let wait = match self.asking {
+            Some((_, timeout)) => timeout.min(now.saturating_add(self.config.recheck)),
+            None => {
+                self.wanted = true;
+                now.saturating_add(self.config.recheck)
+            }
+        };
+        QuotaCheck::Wait(wait)
+    }
+
+    /// Spends one leased request for an admission [`SharedQuota::check`] allowed at
+    /// `now` (on the fallback, counts it).
+    pub fn spend(&mut self, now: Timestamp) {
+        if self.on_fallback(now) {
+            self.counters.fallback_admissions = self.counters.fallback_admissions.saturating_add(1);
+            return;
+        }
+        if self.available(now) > 0 {
+            self.left = self.left.saturating_sub(1);
+            self.counters.spent = self.counters.spent.saturating_add(1);
+        }
+    }
+
+    /// The ask to send, if a lease is wanted and none is outstanding.
+    pub fn poll_ask(&mut self, now: Timestamp, endpoint: EndpointId) -> Option<LeaseAsk> {
+        self.handle_timeout(now, endpoint);
+        if !self.wanted || self.asking.is_some() || self.on_fallback(now) {
+            return None;
+        }
+        self.wanted = false;
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1);
+        self.asking = Some((ticket, now.saturating_add(self.config.ask_timeout)));
+        self.counters.asks = self.counters.asks.saturating_add(1);
+        Some(LeaseAsk {
+            endpoint,
+            want: self.config.lease,
+            ticket,
+        })
+    }
+
+    /// The store's answer to the ask `ticket`, at `now`; an answer to any other ask
+    /// (one that timed out) changes nothing. Returns the event it caused.
+    pub fn handle_answer(
+        &mut self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        ticket: u64,
+        answer: LeaseAnswer,
+    ) -> Option<SharedEvent> {
+        if self.asking.map(|(t, _)| t) != Some(ticket) {
+            return None;
+        }
+        self.asking = None;
+        match answer {
+            LeaseAnswer::Granted {
+                requests,
+                valid_for,
+                retry_in,
+            } => {
+                self.expire(now);
+                if requests == 0 {
+                    self.counters.empty = self.counters.empty.saturating_add(1);
+                    self.not_before = now.saturating_add(retry_in);
+                } else {
+                    self.left = requests;
+                    self.expires = now.saturating_add(valid_for);
+                    self.counters.leased = self.counters.leased.saturating_add(u64::from(requests));
+                }
+                self.fallback_until = None;
+                let resumed = core::mem::take(&mut self.failed);
+                resumed.then_some(SharedEvent::Resumed { at: now, endpoint })
+            }
+            LeaseAnswer::Failed => Some(self.fail(now, endpoint)),
+        }
+    }
+
+    /// An ask outstanding past its timeout fails; returns the event it caused.
+    pub fn handle_timeout(&mut self, now: Timestamp, endpoint: EndpointId) -> Option<SharedEvent> {
+        let (_, timeout) = self.asking?;
+        if now < timeout {
+            return None;
+        }
+        self.asking = None;
+        Some(self.fail(now, endpoint))
+    }
+
+    /// The earliest instant something changes without an input: the outstanding ask
+    /// times out, or the fallback ends.
+    pub fn poll_timeout(&self, now: Timestamp) -> Option<Timestamp> {
+        let fallback = self.fallback_until.filter(|u| now < *u);
+        match (self.asking.map(|(_, t)| t), fallback) {
+            (Some(a), Some(f)) => Some(a.min(f)),
+            (a, f) => a.or(f),
+        }
+    }
+
+    fn fail(&mut self, now: Timestamp, endpoint: EndpointId) -> SharedEvent {
+        self.counters.failures = self.counters.failures.saturating_add(1);
+        self.failed = true;
+        self.expire(now);
+        let until = now.saturating_add(self.config.fallback_for);
+        self.fallback_until = Some(until);
+        SharedEvent::Fallback {
+            at: now,
+            endpoint,
+            mode: self.config.fail,
+            until,
+        }
+    }
+
+    /// Drops what is left of an expired lease, counting it.
+    fn expire(&mut self, now: Timestamp) {
+        if now >= self.expires && self.left > 0 {
+            self.counters.expired = self.counters.expired.saturating_add(u64::from(self.left));
+            self.left = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
