@@ -12,4 +12,5 @@ pub mod cli;
 pub mod config;
 pub mod input;
 pub mod serve;
+pub mod shared;
 pub mod signal;

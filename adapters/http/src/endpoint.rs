@@ -2,6 +2,7 @@
 
 use steadfast_core::engine::EndpointSpec;
 use steadfast_core::limiter::LimiterConfig;
+use steadfast_core::policy::Policy;
 
 use crate::error::SetupError;
 use crate::key::ApiKey;
@@ -189,6 +190,39 @@ pub fn names(endpoints: &[EndpointDef]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// A request limit as a shared store counts it: `requests` per `period`, at most
+/// `burst` at once (the local limiter's burst: `⌊requests × burst share⌋`, at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimit {
+    /// Requests per period.
+    pub requests: u32,
+    /// The period.
+    pub period: std::time::Duration,
+    /// Requests at once on a full bucket.
+    pub burst: u32,
+}
+
+impl RequestLimit {
+    /// The rate per minute, rounded down, at least 1.
+    pub fn per_minute(&self) -> u32 {
+        let period = self.period.as_nanos().max(1);
+        let per_minute = u128::from(self.requests) * 60_000_000_000 / period;
+        u32::try_from(per_minute).unwrap_or(u32::MAX).max(1)
+    }
+}
+
+/// `def`'s request limit (its own limiter, else the policy's), if it has one.
+pub fn request_limit(def: &EndpointDef, policy: &Policy) -> Option<RequestLimit> {
+    let limiter = def.limiter.as_ref().unwrap_or(&policy.limiter);
+    let requests = limiter.requests?;
+    let burst = (f64::from(requests) * limiter.burst).floor() as u32;
+    Some(RequestLimit {
+        requests,
+        period: limiter.period,
+        burst: burst.clamp(1, requests),
+    })
 }
 
 /// The core's view of a list of endpoints, in order.

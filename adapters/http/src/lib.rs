@@ -44,6 +44,7 @@
 //!                                 with s.on_response(now, ..), s.on_body_error(now, ..)
 //!                                 or s.on_transport(now, ..) */ }
 //!         Step::Sleep(until) => { /* sleep until epoch.instant(until) */ }
+//!         Step::Lease(ask) => { /* ask the shared store; s.on_lease(now, &ask, answer) */ }
 //!         Step::Done => return s.into_reply(),
 //!     }
 //! }
@@ -79,7 +80,7 @@ pub mod stream;
 mod text;
 
 pub use clock::Now;
-pub use endpoint::{EndpointDef, names as endpoint_names, specs};
+pub use endpoint::{EndpointDef, RequestLimit, names as endpoint_names, specs};
 pub use error::{
     CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, RequestError, SetupError,
     StreamError, request_value,
@@ -110,3 +111,4 @@ pub use steadfast_core::ids::{EndpointId, EndpointSet};
 pub use steadfast_core::limiter::LimiterConfig;
 pub use steadfast_core::policy::{Policy, Preset};
 pub use steadfast_core::retry::RetryConfig;
+pub use steadfast_core::shared::{FailMode, LeaseAnswer, LeaseAsk, SharedConfig};

@@ -8,6 +8,7 @@ use steadfast_core::breaker::StateKind;
 use steadfast_core::engine::EngineEvent;
 use steadfast_core::pool::PoolEvent;
 use steadfast_core::retry::{CallEvent, GiveUpReason};
+use steadfast_core::shared::SharedEvent;
 
 use crate::fallback::FallbackKind;
 
@@ -25,6 +26,8 @@ pub struct Metrics {
     failovers: AtomicU64,
     fallbacks: [AtomicU64; 3],
     stream_interruptions: AtomicU64,
+    shared_fallbacks: AtomicU64,
+    shared_resumed: AtomicU64,
 }
 
 const GIVE_UP_SLOTS: usize = 11;
@@ -117,6 +120,8 @@ impl Metrics {
             EngineEvent::Key(PoolEvent::KeyCooled { .. }) => bump(&self.keys_cooled),
             EngineEvent::Key(PoolEvent::KeyDisabled { .. }) => bump(&self.keys_disabled),
             EngineEvent::Key(PoolEvent::KeyEnabled { .. }) => bump(&self.keys_enabled),
+            EngineEvent::Shared(SharedEvent::Fallback { .. }) => bump(&self.shared_fallbacks),
+            EngineEvent::Shared(SharedEvent::Resumed { .. }) => bump(&self.shared_resumed),
             _ => {}
         }
     }
@@ -184,6 +189,8 @@ impl Metrics {
                 template: f(2),
             },
             stream_interruptions: get(&self.stream_interruptions),
+            shared_fallbacks: get(&self.shared_fallbacks),
+            shared_resumed: get(&self.shared_resumed),
         }
     }
 }
@@ -220,6 +227,11 @@ pub struct MetricsSnapshot {
     pub fallbacks: Fallbacks,
     /// Streams interrupted after their first event.
     pub stream_interruptions: u64,
+    /// Times a shared limit's store failed and its endpoint went on its fallback
+    /// (local limits, or nothing admitted when it fails closed).
+    pub shared_fallbacks: u64,
+    /// Times a shared limit's store answered again after a failure.
+    pub shared_resumed: u64,
 }
 
 /// Give-ups by reason.
@@ -361,6 +373,22 @@ fn trace_engine(ev: &EngineEvent) {
         }
         EngineEvent::Key(PoolEvent::KeyEnabled { at, target }) => {
             info!(target: "steadfast", at = %at, key = %target, "key enabled");
+        }
+        EngineEvent::Shared(SharedEvent::Fallback {
+            at,
+            endpoint,
+            mode,
+            until,
+        }) => warn!(
+            target: "steadfast",
+            at = %at,
+            endpoint = %endpoint,
+            mode = ?mode,
+            until = %until,
+            "shared limit store failed: on the fallback"
+        ),
+        EngineEvent::Shared(SharedEvent::Resumed { at, endpoint }) => {
+            info!(target: "steadfast", at = %at, endpoint = %endpoint, "shared limit resumed");
         }
         other => debug!(target: "steadfast", event = ?other, "engine event"),
     }

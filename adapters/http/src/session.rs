@@ -14,6 +14,7 @@ use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::outcome::{Outcome, Transport};
 use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp, RetryConfig};
+use steadfast_core::shared::{LeaseAnswer, LeaseAsk};
 use steadfast_core::time::Timestamp;
 
 use crate::body;
@@ -42,6 +43,10 @@ pub enum Step<'c> {
     /// The call is over: take the result with [`Session::into_reply`] or
     /// [`Session::into_stream`].
     Done,
+    /// The call waits for a shared limit's lease: ask the store (see
+    /// [`Shared::shared_limit`] for what to ask), report the answer with
+    /// [`Session::on_lease`], then poll again. Only with [`crate::Setup::shared_limits`].
+    Lease(LeaseAsk),
 }
 
 /// One attempt's request, ready to send.
@@ -265,6 +270,8 @@ impl<'c, E> Session<'c, E> {
             match self.poll(now) {
                 Step::Send(out) => return Some(out),
                 Step::Sleep(until) => now = wait(until),
+                // This loop has no store to ask: the endpoint runs on its fallback.
+                Step::Lease(ask) => self.on_lease(now, &ask, LeaseAnswer::Failed),
                 Step::Done => return None,
             }
         }
@@ -285,14 +292,27 @@ impl<'c, E> Session<'c, E> {
                 return Step::Done;
             }
             let call = &mut self.call;
-            let decision = self.shared.with_engine(|e| call.poll_decision(now, e));
+            let shares = self.shared.shares;
+            let (decision, ask) = self.shared.with_engine(|e| {
+                let decision = call.poll_decision(now, e);
+                // Only a waiting call has time to take an ask to the store.
+                let waits = shares && matches!(decision, Decision::Wait(_));
+                (decision, waits.then(|| e.poll_lease_ask(now)).flatten())
+            });
             self.drain_call_events();
-            match decision {
-                Decision::Send(attempt) => return Step::Send(self.outgoing(attempt)),
-                Decision::Wait(until) => return Step::Sleep(until),
-                Decision::Done(finish) => self.on_finish(now, finish),
+            match (decision, ask) {
+                (Decision::Send(attempt), _) => return Step::Send(self.outgoing(attempt)),
+                (Decision::Wait(_), Some(ask)) => return Step::Lease(ask),
+                (Decision::Wait(until), None) => return Step::Sleep(until),
+                (Decision::Done(finish), _) => self.on_finish(now, finish),
             }
         }
+    }
+
+    /// The store's answer to a [`Step::Lease`] ask, at `now`.
+    pub fn on_lease(&mut self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
+        self.latest = self.latest.max(now);
+        self.shared.with_engine(|e| e.handle_lease(now, ask, answer));
     }
 
     /// The running call finished: the session is done, unless it gave up and a

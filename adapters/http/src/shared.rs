@@ -45,6 +45,11 @@ pub struct Setup {
     /// own. `None` (the default): canonical when the endpoints, fallback endpoints
     /// included, speak more than one API.
     pub canonical: Option<bool>,
+    /// Whether the request limits of endpoints that have one are shared with other
+    /// processes through a store the adapter talks to (see
+    /// [`steadfast_core::shared`]): the session then yields [`crate::Step::Lease`].
+    /// Only adapters with a store set it.
+    pub shared_limits: bool,
 }
 
 impl Default for Setup {
@@ -57,6 +62,7 @@ impl Default for Setup {
             max_body: DEFAULT_MAX_BODY,
             retry: RetryOverrides::default(),
             canonical: None,
+            shared_limits: false,
         }
     }
 }
@@ -107,6 +113,8 @@ pub struct Shared {
     pub(crate) estimate_tokens: bool,
     pub(crate) max_body: u64,
     pub(crate) canonical: bool,
+    /// Some endpoint's request limit is shared: sessions poll for lease asks.
+    pub(crate) shares: bool,
     store: Option<Mutex<MemoryStore<Value>>>,
     fallbacks: Vec<FallbackSlot>,
 }
@@ -151,6 +159,12 @@ impl Shared {
             spec.standby = true;
         }
         let mut policy = setup.policy;
+        if setup.shared_limits {
+            for (spec, def) in specs.iter_mut().zip(&defs) {
+                spec.shared = endpoint::request_limit(def, &policy).is_some();
+            }
+        }
+        let shares = specs.iter().any(|s| s.shared);
         policy.retry = setup.retry.apply(&policy.retry);
         let engine = Engine::new(policy.clone(), &specs, seed)?;
         let endpoints = defs
@@ -172,6 +186,7 @@ impl Shared {
             metrics: Arc::default(),
             max_body: setup.max_body,
             canonical,
+            shares,
             store,
             fallbacks,
         })
@@ -202,6 +217,17 @@ impl Shared {
             }
             more = take_events(&mut self.lock(), &mut batch);
         }
+    }
+
+    /// The name and the request limit of `endpoint` when its limit is shared: a store
+    /// counts it under that name (the same on every replica with the same config).
+    pub fn shared_limit(&self, endpoint: EndpointId) -> Option<(&str, endpoint::RequestLimit)> {
+        if !self.shares {
+            return None;
+        }
+        let slot = self.endpoints.get(usize::from(endpoint.0))?;
+        let limit = endpoint::request_limit(&slot.def, &self.policy)?;
+        Some((slot.name.as_str(), limit))
     }
 
     /// Whether calls are in the canonical shape (see [`Setup::canonical`]).

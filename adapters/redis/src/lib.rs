@@ -65,6 +65,8 @@ pub mod rate;
 mod scripts;
 mod shared;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use config::{ConfigError, FailMode, MAX_CALL_TIMEOUT, RedisConfig};
 pub use error::{Invalid, ScriptError, StoreError};

@@ -13,7 +13,7 @@ use crate::errors::{head_too_large, transport};
 use crate::stream::EventStream;
 use crate::{CallError, Inner};
 
-type S<'c> = Session<'c, reqwest::Error>;
+pub(crate) type S<'c> = Session<'c, reqwest::Error>;
 
 /// A client's clock: tokio's, so that a paused test clock drives its calls.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +76,7 @@ pub(crate) async fn chat(
         match s.poll(c.clock.timestamp()) {
             Step::Send(out) => exchange(c, &mut s, out).await,
             Step::Sleep(until) => c.clock.sleep_until(until).await,
+            Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
             Step::Done => return s.into_reply(),
         }
     }
@@ -150,6 +151,7 @@ pub(crate) async fn stream(
         match s.poll(c.clock.timestamp()) {
             Step::Send(out) => opened = open(c, &mut s, out).await,
             Step::Sleep(until) => c.clock.sleep_until(until).await,
+            Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
             Step::Done => break,
         }
     }

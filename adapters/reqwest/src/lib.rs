@@ -41,6 +41,7 @@
 
 mod drive;
 mod errors;
+mod lease;
 mod stream;
 
 use std::sync::Arc;
@@ -107,6 +108,8 @@ impl From<SetupError> for BuildError {
 pub struct ClientBuilder {
     setup: Setup,
     http: Option<reqwest::Client>,
+    #[cfg(feature = "redis")]
+    store: Option<steadfast_redis::RedisStore>,
 }
 
 impl ClientBuilder {
@@ -117,6 +120,19 @@ impl ClientBuilder {
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
+        self
+    }
+
+    /// Shares the request limits (`rpm`) of the endpoints that have one with every
+    /// process using the same Redis and the same endpoint names: the limit is then the
+    /// total of all of them. Each process spends leases of the shared budget; while
+    /// Redis cannot be reached, the policy's `shared.fail` decides (local limits
+    /// alone, or nothing admitted), and sharing resumes when it answers.
+    #[cfg(feature = "redis")]
+    #[must_use]
+    pub fn shared_store(mut self, store: steadfast_redis::RedisStore) -> Self {
+        self.setup.shared_limits = true;
+        self.store = Some(store);
         self
     }
 
@@ -134,6 +150,8 @@ impl ClientBuilder {
         let urls = drive::parsed_urls(&shared);
         Ok(Client {
             inner: Arc::new(Inner {
+                #[cfg(feature = "redis")]
+                store: lease::Store::new(self.store, &shared),
                 http,
                 shared,
                 clock,
@@ -151,6 +169,9 @@ struct Inner {
     /// Each endpoint's URL, parsed once (`None` where reqwest cannot parse it: the
     /// attempt then fails as reqwest reports it).
     urls: Vec<Option<reqwest::Url>>,
+    /// The store shared limits are leased from.
+    #[cfg(feature = "redis")]
+    store: lease::Store,
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).

@@ -56,10 +56,14 @@ impl<'c, R: IntoOutcome> Driver<'c, R> {
     }
 
     pub(crate) fn poll(&mut self, now: Timestamp) -> Next {
-        match self.session.poll(now) {
-            Step::Send(out) => Next::Send(self.attempt(&out)),
-            Step::Sleep(until) => Next::Sleep(until),
-            Step::Done => Next::Done,
+        loop {
+            match self.session.poll(now) {
+                Step::Send(out) => return Next::Send(self.attempt(&out)),
+                Step::Sleep(until) => return Next::Sleep(until),
+                Step::Done => return Next::Done,
+                // The layer has no shared store (its client never shares limits).
+                Step::Lease(ask) => self.session.on_lease(now, &ask, LeaseAnswer::Failed),
+            }
         }
     }
 

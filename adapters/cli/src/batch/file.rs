@@ -18,6 +18,9 @@
 //! rpm = 500                   # optional: this endpoint's own limits
 //! tpm = 200000
 //!
+//! [shared]                    # optional: limits shared with other processes
+//! redis = "redis://127.0.0.1:6379"   # each `rpm` is then the total of all of them
+//!
 //! [[endpoint]]
 //! priority = 1
 //! provider = "anthropic"
@@ -35,6 +38,7 @@ use steadfast_core::policy::{Policy, Preset};
 use steadfast_http::{ApiKey, EndpointDef, Provider};
 
 use crate::config::{PolicyFileError, policy_from_toml_based};
+use crate::shared::SharedEntry;
 
 /// The default policy of `steadfast batch`: the `batch` preset.
 pub fn default_policy() -> Policy {
@@ -76,6 +80,8 @@ pub struct BatchFile {
     pub policy: Policy,
     /// The endpoints, in file order.
     pub endpoints: Vec<EndpointEntry>,
+    /// The `[shared]` table's Redis, when limits are shared with other processes.
+    pub shared: Option<SharedEntry>,
 }
 
 /// Why a config file cannot be used.
@@ -139,6 +145,8 @@ pub fn from_toml_with(
             taken.insert((*name).to_owned(), v);
         }
     }
+    let shared = table.remove("shared").map(crate::shared::split).transpose();
+    let shared = shared.map_err(|message| FileError::Policy(PolicyFileError::Parse { message }))?;
     let endpoints = match table.remove("endpoint") {
         None => Vec::new(),
         Some(toml::Value::Array(items)) => endpoint_entries(items)?,
@@ -147,17 +155,30 @@ pub fn from_toml_with(
     // Parse the policy from the text with the other tables commented out, so that
     // its errors keep their line numbers; fall back to the table for inline forms.
     let mut blanked = text.to_owned();
-    for name in own.iter().copied().chain(["endpoint"]) {
+    const TAKEN: [&str; 2] = ["endpoint", "shared"];
+    for name in own.iter().copied().chain(TAKEN) {
         blanked = blank_section(&blanked, name);
     }
     let still = toml::from_str::<toml::Table>(&blanked)
-        .is_ok_and(|t| own.iter().chain(&["endpoint"]).any(|n| t.contains_key(*n)));
+        .is_ok_and(|t| own.iter().chain(&TAKEN).any(|n| t.contains_key(*n)));
     let policy_text = match still {
         true => toml::to_string(&table).map_err(|e| parse(e.to_string()))?,
         false => blanked,
     };
-    let policy = policy_from_toml_based(&policy_text, default, base).map_err(FileError::Policy)?;
-    Ok((BatchFile { policy, endpoints }, taken))
+    let mut policy =
+        policy_from_toml_based(&policy_text, default, base).map_err(FileError::Policy)?;
+    let shared = shared.map(|(entry, config)| {
+        policy.shared = config;
+        entry
+    });
+    Ok((
+        BatchFile {
+            policy,
+            endpoints,
+            shared,
+        },
+        taken,
+    ))
 }
 
 fn endpoint_entries(items: Vec<toml::Value>) -> Result<Vec<EndpointEntry>, FileError> {

@@ -66,6 +66,8 @@ pub struct Options {
     pub seed: Option<u64>,
     /// How progress is shown.
     pub progress: progress::Mode,
+    /// The Redis the endpoints' request limits are shared through, if any.
+    pub shared: Option<crate::shared::SharedEntry>,
 }
 
 /// Why a batch could not run, or stopped.

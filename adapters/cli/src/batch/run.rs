@@ -28,7 +28,17 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         .map_err(|e| RunError::Setup(format!("cannot read {input_name}: {e}")))?;
     let total = count_lines(&input)
         .map_err(|e| RunError::Setup(format!("cannot read {input_name}: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Setup(format!("cannot start the runtime: {e}")))?;
     let mut builder = Client::builder().policy(opts.policy.clone());
+    if let Some(entry) = &opts.shared {
+        // The store's connection lives on this runtime.
+        let _inside = runtime.enter();
+        let store = crate::shared::store(entry, &opts.policy.shared).map_err(RunError::Setup)?;
+        builder = builder.shared_store(store);
+    }
     for e in &opts.endpoints {
         builder = builder.endpoint(e.clone());
     }
@@ -56,10 +66,6 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         reporter.note(note);
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RunError::Setup(format!("cannot start the runtime: {e}")))?;
     let concurrency = opts.concurrency.max(1);
     // Room for what finishes while the writer waits out COMMIT_EVERY or an fsync.
     let (msg_tx, msg_rx) = mpsc::channel::<Msg>(concurrency.saturating_mul(4).max(1024));

@@ -187,6 +187,15 @@ impl Summary {
         if m.failovers > 0 {
             row(&mut s, "failovers", m.failovers.to_string());
         }
+        if m.shared_fallbacks > 0 {
+            // The store of the shared limits failed: the limits were local (fail open)
+            // or admissions paused (fail closed) until it answered again.
+            row(
+                &mut s,
+                "shared store failures",
+                format!("{} ({} resumed)", m.shared_fallbacks, m.shared_resumed),
+            );
+        }
         let lat = match t.percentiles() {
             Some([a, b, c]) => format!("{} / {} / {}", short(a), short(b), short(c)),
             None => "-".to_owned(),

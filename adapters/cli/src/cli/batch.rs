@@ -179,12 +179,12 @@ fn default_base(p: Provider) -> &'static str {
 /// Turns the flags (and the config file) into options; starts the mock for --mock.
 /// `env` reads an environment variable as a key.
 pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Resolved, String> {
-    let (mut policy, file_endpoints) = match &a.config {
+    let (mut policy, file_endpoints, shared) = match &a.config {
         Some(path) => {
             let f = file::load(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            (f.policy, f.endpoints)
+            (f.policy, f.endpoints, f.shared)
         }
-        None => (file::default_policy(), Vec::new()),
+        None => (file::default_policy(), Vec::new(), None),
     };
     if let Some(n) = a.max_attempts {
         policy.retry.max_attempts = n;
@@ -312,6 +312,7 @@ pub fn resolve(a: &BatchArgs, env: &dyn Fn(&str) -> Option<ApiKey>) -> Result<Re
             concurrency: a.concurrency as usize,
             seed: a.seed,
             progress,
+            shared,
         },
         mock,
     })

@@ -50,7 +50,8 @@ with none (which pass the client's model through); otherwise it is a 404.
 Exit status: 0 after a clean shutdown, 2 for bad arguments or configuration, 1 when the \
 address cannot be bound.";
 
-/// Builds the gateway's parts from the file; `env` reads a key variable.
+/// Builds the gateway's parts from the file; `env` reads a key variable. With a
+/// `[shared]` table it must run inside a Tokio runtime (the store's connection).
 pub fn parts(
     file: ServeFile,
     seed: Option<u64>,
@@ -85,6 +86,9 @@ pub fn parts(
     if let Some(seed) = seed {
         builder = builder.seed_u64(seed);
     }
+    if let Some(entry) = &file.shared {
+        builder = builder.shared_store(crate::shared::store(entry, &file.policy.shared)?);
+    }
     let client = builder
         .build()
         .map_err(|e| format!("cannot set up the client: {e}"))?;
@@ -99,6 +103,18 @@ pub fn parts(
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(a: &ServeArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("steadfast: error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    // A shared store's connection lives on the runtime.
+    let inside = runtime.enter();
     let setup = config::load(&a.config)
         .map_err(|e| format!("{}: {e}", a.config.display()))
         .and_then(|f| parts(f, a.seed, &|v| ApiKey::from_env(v)))
@@ -110,16 +126,7 @@ pub fn run(a: &ServeArgs) -> u8 {
             return 2;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("steadfast: error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
+    drop(inside);
     runtime.block_on(serve(parts, a.addr))
 }
 

@@ -108,6 +108,8 @@ pub struct ServeFile {
     pub gateway: GatewayConfig,
     /// The routes, in file order.
     pub routes: Vec<RouteEntry>,
+    /// The `[shared]` table's Redis, when limits are shared with other replicas.
+    pub shared: Option<crate::shared::SharedEntry>,
 }
 
 /// Why the file cannot be used.
@@ -190,6 +192,7 @@ pub fn from_toml(text: &str) -> Result<ServeFile, ServeFileError> {
         endpoints: f.endpoints,
         gateway,
         routes,
+        shared: f.shared,
     })
 }
 

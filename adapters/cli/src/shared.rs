@@ -1,0 +1,135 @@
+//! The `[shared]` table of `batch` and `serve` config files: where the Redis that
+//! replicas share limits through is, beside the policy's own `shared` settings.
+//!
+//! ```toml
+//! [shared]
+//! redis = "redis://127.0.0.1:6379"   # makes every endpoint's `rpm` the shared total
+//! prefix = "sf"                      # optional: keys' hash-tag prefix [default: sf]
+//! call_timeout = "50ms"              # optional: the longest a Redis call waits
+//! fail = "open"                      # the policy's: "open" (local limits) or "closed"
+//! lease = 8                          # the policy's: the most requests one lease asks for
+//! ```
+//!
+//! `redis`, `prefix` and `call_timeout` are this table's own; every other field is
+//! the policy's [`SharedConfig`] (so `steadfast sim` reads the same file).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use steadfast_core::shared::{FailMode, SharedConfig};
+use steadfast_redis::{RedisConfig, RedisStore};
+
+/// The table's own fields.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedEntry {
+    /// The Redis URL (`redis://host:port[/db]`; a password in it never appears in
+    /// output).
+    pub redis: String,
+    /// The hash-tag prefix of every key.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// The longest one Redis call waits.
+    #[serde(default, with = "opt_duration")]
+    pub call_timeout: Option<Duration>,
+}
+
+impl std::fmt::Display for SharedEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL's host only: a password in it stays out of logs.
+        let host = self.redis.rsplit('@').next().unwrap_or("");
+        write!(f, "redis {host}")
+    }
+}
+
+/// Splits a `[shared]` table into its own fields and the policy's
+/// [`SharedConfig`]; the error names the field.
+pub fn split(table: toml::Value) -> Result<(SharedEntry, SharedConfig), String> {
+    let toml::Value::Table(mut table) = table else {
+        return Err("shared: expected a [shared] table".to_owned());
+    };
+    let mut own = toml::Table::new();
+    for field in ["redis", "prefix", "call_timeout"] {
+        if let Some(v) = table.remove(field) {
+            own.insert(field.to_owned(), v);
+        }
+    }
+    let entry: SharedEntry = toml::Value::Table(own)
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("shared: {}", e.message()))?;
+    let config: SharedConfig = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("shared: {}", e.message()))?;
+    config.validate().map_err(|e| e.to_string())?;
+    Ok((entry, config))
+}
+
+/// A store on the table's Redis. Must run inside a Tokio runtime; it connects
+/// lazily, so a Redis that is down now is a fallback, not a setup error.
+pub fn store(entry: &SharedEntry, policy: &SharedConfig) -> Result<RedisStore, String> {
+    let mut config = RedisConfig::default();
+    config.url = entry.redis.clone();
+    if let Some(p) = &entry.prefix {
+        config.prefix = p.clone();
+    }
+    if let Some(t) = entry.call_timeout {
+        config.call_timeout = t;
+    }
+    config.fail_mode = match policy.fail {
+        FailMode::Open => steadfast_redis::FailMode::Open,
+        FailMode::Closed => steadfast_redis::FailMode::Closed,
+    };
+    RedisStore::new(config).map_err(|e| match e.field() {
+        // The store's `url` is this table's `redis`.
+        "url" => format!("shared.redis: {}", e.to_string().trim_start_matches("url: ")),
+        _ => format!("shared.{e}"),
+    })
+}
+
+mod opt_duration {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = String::deserialize(d)?;
+        steadfast_core::duration::parse(text.as_bytes())
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a duration: {text:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Value {
+        toml::from_str::<toml::Table>(text)
+            .map(toml::Value::Table)
+            .expect("toml")
+    }
+
+    #[test]
+    fn the_table_splits_into_the_store_and_the_policy() {
+        let (entry, config) = split(table(
+            "redis = \"redis://:pw@127.0.0.1:6379\"\ncall_timeout = \"20ms\"\nfail = \"closed\"\nlease = 4\n",
+        ))
+        .expect("a good table");
+        assert_eq!(entry.redis, "redis://:pw@127.0.0.1:6379");
+        assert_eq!(entry.call_timeout, Some(Duration::from_millis(20)));
+        assert_eq!(config.fail, FailMode::Closed);
+        assert_eq!(config.lease, 4);
+        assert!(!entry.to_string().contains("pw"), "{entry}");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = split(table("redis = \"redis://x\"\nleese = 4\n")).expect_err("unknown field");
+        assert!(e.contains("leese"), "{e}");
+        let e = split(table("lease = 4\n")).expect_err("no url");
+        assert!(e.contains("redis"), "{e}");
+        let e = split(table("redis = \"redis://x\"\nlease = 0\n")).expect_err("zero lease");
+        assert!(e.contains("shared.lease"), "{e}");
+        let e = split(table("redis = \"redis://x\"\ncall_timeout = \"soon\"\n")).expect_err("bad");
+        assert!(e.contains("soon"), "{e}");
+    }
+}

@@ -1,0 +1,153 @@
+//! A real `redis-server` on 127.0.0.1 for tests (the `testing` feature): started on
+//! a free port from `STEADFAST_REDIS_SERVER` or `PATH`, killed by its pid when its
+//! guard drops. Test code only: it panics when no server can be started.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::{RedisConfig, RedisStore};
+
+/// A running `redis-server`, killed on drop.
+pub struct Server {
+    child: Child,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl Server {
+    /// Starts a server on a free loopback port.
+    pub fn start() -> Server {
+        Server::start_on(free_port())
+    }
+
+    /// Starts a server on `port` (e.g. where a killed one was).
+    pub fn start_on(port: u16) -> Server {
+        let binary = binary();
+        let child = Command::new(&binary)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; {INSTALL}", binary.display()));
+        let server = Server { child, port };
+        server.wait_for_pong();
+        server
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (by its pid) and waits for it to exit.
+    pub fn kill(mut self) -> u16 {
+        self.stop();
+        self.port
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn wait_for_pong(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if ping(self.port) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not answer PING", self.port);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The Redis the shared (non-fault) cases use: `STEADFAST_REDIS_URL` when set (the
+/// CI's server), else a server of the test's own.
+pub struct Redis {
+    /// The URL.
+    pub url: String,
+    _own: Option<Server>,
+}
+
+impl Redis {
+    /// A store on this Redis under a prefix no other test uses.
+    pub fn store(&self, prefix: &str) -> RedisStore {
+        store(&self.url, prefix)
+    }
+
+    /// The CI's server, or a new one.
+    pub fn shared() -> Redis {
+        if let Ok(url) = std::env::var("STEADFAST_REDIS_URL") {
+            return Redis { url, _own: None };
+        }
+        let server = Server::start();
+        Redis {
+            url: server.url(),
+            _own: Some(server),
+        }
+    }
+}
+
+/// A store on `url` with `prefix` and a generous call timeout (for tests of
+/// behaviour, not latency).
+pub fn store(url: &str, prefix: &str) -> RedisStore {
+    let mut config = RedisConfig::default();
+    config.url = url.to_string();
+    config.prefix = prefix.to_string();
+    config.call_timeout = Duration::from_secs(2);
+    RedisStore::new(config).expect("store")
+}
+
+/// A prefix unique to this process and call, so tests sharing one server never
+/// see each other's keys.
+pub fn unique_prefix(name: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("t{}x{n}{name}", std::process::id())
+}
+
+const INSTALL: &str =
+    "install redis-server (apt-get install redis-server) or set STEADFAST_REDIS_SERVER to its path";
+
+/// `redis-server` from `STEADFAST_REDIS_SERVER` or `PATH`; fails the test when
+/// neither has one.
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("STEADFAST_REDIS_SERVER") {
+        return PathBuf::from(path);
+    }
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("redis-server"))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| panic!("redis-server is not on PATH; {INSTALL}"))
+}
+
+/// A port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Whether a Redis on `port` answers `PING`.
+pub fn ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
