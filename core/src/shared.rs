@@ -105,6 +105,10 @@ pub struct LeaseAsk {
     /// Identifies the ask: its answer is reported with it, and an answer to an ask
     /// that already timed out changes nothing.
     pub ticket: u64,
+    /// When the engine stops waiting for the answer ([`SharedConfig::ask_timeout`]
+    /// after the ask): a driver bounds its store call by it, so a slow store never
+    /// holds a call.
+    pub expires: Timestamp,
 }
 
 /// The store's answer to a [`LeaseAsk`].
@@ -278,12 +282,14 @@ impl SharedQuota {
         self.wanted = false;
         let ticket = self.next_ticket;
         self.next_ticket = self.next_ticket.wrapping_add(1);
-        self.asking = Some((ticket, now.saturating_add(self.config.ask_timeout)));
+        let expires = now.saturating_add(self.config.ask_timeout);
+        self.asking = Some((ticket, expires));
         self.counters.asks = self.counters.asks.saturating_add(1);
         Some(LeaseAsk {
             endpoint,
             want: self.config.lease,
             ticket,
+            expires,
         })
     }
 

@@ -81,7 +81,10 @@ pub fn store(entry: &SharedEntry, policy: &SharedConfig) -> Result<RedisStore, S
     };
     RedisStore::new(config).map_err(|e| match e.field() {
         // The store's `url` is this table's `redis`.
-        "url" => format!("shared.redis: {}", e.to_string().trim_start_matches("url: ")),
+        "url" => format!(
+            "shared.redis: {}",
+            e.to_string().trim_start_matches("url: ")
+        ),
         _ => format!("shared.{e}"),
     })
 }

@@ -150,4 +150,3 @@ pub fn ping(port: u16) -> bool {
     let mut buf = [0u8; 7];
     s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
-

@@ -35,8 +35,13 @@ impl Clock {
         self.0.now(Instant::now().into_std())
     }
 
+    /// The tokio instant of `at`.
+    pub(crate) fn instant(&self, at: Timestamp) -> Instant {
+        Instant::from_std(self.0.instant(at))
+    }
+
     async fn sleep_until(&self, at: Timestamp) {
-        tokio::time::sleep_until(Instant::from_std(self.0.instant(at))).await;
+        tokio::time::sleep_until(self.instant(at)).await;
     }
 }
 

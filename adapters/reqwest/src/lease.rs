@@ -55,16 +55,21 @@ mod redis_store {
             Store { store, limits }
         }
 
-        /// Asks Redis for `ask`'s lease. Its validity is shortened by the round
-        /// trip, so it never outlives the window the store counted it in.
+        /// Asks Redis for `ask`'s lease, waiting no longer than the ask lives. Its
+        /// validity is shortened by the round trip, so it never outlives the window
+        /// the store counted it in.
         pub(crate) async fn lease(&self, clock: &Clock, ask: LeaseAsk) -> LeaseAnswer {
             let limit = self.limits.get(usize::from(ask.endpoint.0));
             let (Some(store), Some(Some((key, rate)))) = (&self.store, limit) else {
                 return LeaseAnswer::Failed;
             };
             let asked = clock.timestamp();
-            match store.lease(key, *rate, ask.want).await {
-                Ok(lease) => {
+            let bounded = tokio::time::timeout_at(
+                clock.instant(ask.expires),
+                store.lease(key, *rate, ask.want),
+            );
+            match bounded.await {
+                Ok(Ok(lease)) => {
                     let trip = clock.timestamp().saturating_duration_since(asked);
                     LeaseAnswer::Granted {
                         requests: lease.requests,
@@ -72,7 +77,7 @@ mod redis_store {
                         retry_in: lease.retry_in,
                     }
                 }
-                Err(_) => LeaseAnswer::Failed,
+                Ok(Err(_)) | Err(_) => LeaseAnswer::Failed,
             }
         }
     }

@@ -56,10 +56,10 @@ pub use steadfast_http::chat;
 /// Every type the builder and the calls take, so that no other crate is needed.
 pub use steadfast_http::{
     ApiKey, BackoffConfig, BreakerConfig, BudgetConfig, CallOptions, ClassifyConfig,
-    DEFAULT_MAX_BODY, Degraded, EndpointDef, EndpointSet, Exceeded, Fallback, FallbackKind,
-    GiveUpReason, HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy, Preset,
-    Provider, ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError, SlaTargets,
-    SseEvent, StoreConfig, TextEvent, TokenUsage,
+    DEFAULT_MAX_BODY, Degraded, EndpointDef, EndpointSet, Exceeded, FailMode, Fallback,
+    FallbackKind, GiveUpReason, HealthConfig, Interruption, LimiterConfig, MetricsSnapshot, Policy,
+    Preset, Provider, ProviderExt, Reply, RequestError, RetryConfig, ServedBy, SetupError,
+    SharedConfig, SlaTargets, SseEvent, StoreConfig, TextEvent, TokenUsage,
 };
 use steadfast_http::{Setup, Shared};
 pub use stream::{EventStream, TextStream};

@@ -93,6 +93,7 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
     let mut q = SharedQuota::new(&config);
     let _ = q.check(at(0));
     let ask = q.poll_ask(at(0), E0).expect("an ask");
+    assert_eq!(ask.expires, at(250), "the driver bounds its store call by this");
     assert_eq!(q.poll_timeout(at(0)), Some(at(250)));
     assert_eq!(q.handle_timeout(at(249), E0), None);
     let fell = q.handle_timeout(at(250), E0);
@@ -223,7 +224,12 @@ fn replicas_run(
     let mut bucket = Bucket::new(u64::from(per_sec), burst_units);
     let mut engines: Vec<Engine> = (0..replicas)
         .map(|r| {
-            Engine::new(policy.clone(), core::slice::from_ref(&spec), [seed + r as u8; 32]).expect("engine")
+            Engine::new(
+                policy.clone(),
+                core::slice::from_ref(&spec),
+                [seed + r as u8; 32],
+            )
+            .expect("engine")
         })
         .collect();
     struct Slot {
@@ -346,7 +352,8 @@ fn without_sharing_the_replicas_send_four_times_the_burst() {
     let spec = EndpointSpec::new(0, 1);
     let mut first_instant = 0;
     for r in 0..4u8 {
-        let mut engine = Engine::new(policy.clone(), core::slice::from_ref(&spec), [r; 32]).expect("engine");
+        let mut engine =
+            Engine::new(policy.clone(), core::slice::from_ref(&spec), [r; 32]).expect("engine");
         for _ in 0..30 {
             let mut call = engine.start_call(Timestamp::ZERO, None);
             if let Decision::Send(_) = call.poll_decision(Timestamp::ZERO, &mut engine) {
