@@ -24,7 +24,9 @@ const BURST: u32 = 20;
 
 /// The mock: one key, `RPM` a minute, `BURST` at once, quick answers.
 fn bucket() -> MockServer {
-    let mut config = MockConfig::builtin("ok").expect("the ok scenario").with_seed(5);
+    let mut config = MockConfig::builtin("ok")
+        .expect("the ok scenario")
+        .with_seed(5);
     config.knobs.rpm = Some(u64::from(RPM));
     config.knobs.rate_burst = Some(u64::from(BURST));
     config.knobs.latency_min = Some(Duration::from_millis(2));
@@ -237,7 +239,10 @@ async fn with_redis_killed_fail_closed_admits_nothing_and_calls_end_by_their_dea
     };
     // Ended by the policy (its wait passed the deadline), not by a hung store call.
     assert!(
-        matches!(e.reason, GiveUpReason::RateLimited { .. } | GiveUpReason::DeadlineExceeded),
+        matches!(
+            e.reason,
+            GiveUpReason::RateLimited { .. } | GiveUpReason::DeadlineExceeded
+        ),
         "{e:?}"
     );
     assert_eq!(server.stats().total_requests, before, "no request went out");

@@ -93,7 +93,11 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
     let mut q = SharedQuota::new(&config);
     let _ = q.check(at(0));
     let ask = q.poll_ask(at(0), E0).expect("an ask");
-    assert_eq!(ask.expires, at(250), "the driver bounds its store call by this");
+    assert_eq!(
+        ask.expires,
+        at(250),
+        "the driver bounds its store call by this"
+    );
     assert_eq!(q.poll_timeout(at(0)), Some(at(250)));
     assert_eq!(q.handle_timeout(at(249), E0), None);
     let fell = q.handle_timeout(at(250), E0);

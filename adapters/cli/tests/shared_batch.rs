@@ -1,0 +1,125 @@
+//! Four `steadfast batch` processes and two `steadfast serve` replicas behind one key
+//! limited to 600 requests a minute with a burst of 20, sharing the limit through a
+//! real `redis-server` on 127.0.0.1 (`[shared]`): every line ok, 429s at most 10% of
+//! requests. The same four batches without `[shared]` for contrast. Elapsed times are
+//! printed beside the ideal, never asserted.
+
+mod support;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use steadfast_redis::testing::{Redis, unique_prefix};
+use support::*;
+
+const WORKERS: usize = 4;
+const LINES: usize = 30;
+const RPM: u64 = 600;
+const BURST: u64 = 20;
+/// Longer than any of these runs takes unless something hangs.
+const GUARD: Duration = Duration::from_secs(120);
+
+/// One key, `RPM` a minute, `BURST` at once, quick answers.
+fn bucket() -> MockServer {
+    server("ok", 8, |c| {
+        c.knobs.rpm = Some(RPM);
+        c.knobs.rate_burst = Some(BURST);
+        c.knobs.latency_min = Some(Duration::from_millis(2));
+        c.knobs.latency_max = Some(Duration::from_millis(10));
+    })
+}
+
+/// A config with the key's limit as the endpoint's `rpm` (burst `BURST`), shared
+/// through `redis` when given.
+fn config(tmp: &Tmp, base: &str, redis: Option<(&str, &str)>) -> String {
+    let shared = redis.map_or(String::new(), |(url, prefix)| {
+        format!("[shared]\nredis = \"{url}\"\nprefix = \"{prefix}\"\n\n")
+    });
+    let text = format!(
+        "[limiter]\nburst = {burst}\n\n{shared}[[endpoint]]\nname = \"key-1\"\nbase_url = \"{base}\"\n\
+         keys_env = [\"{KEY_VAR}\"]\nrpm = {RPM}\n",
+        burst = BURST as f64 / RPM as f64,
+    );
+    tmp.write("config.toml", &text)
+}
+
+/// Starts worker `w` on its own `LINES` lines.
+fn worker(tmp: &Tmp, config: &str, w: usize) -> Child {
+    let input = tmp.write(&format!("in{w}.jsonl"), &prompts(&format!("w{w}"), LINES));
+    let out = tmp.p(&format!("out{w}.jsonl"));
+    let seed = (w + 1).to_string();
+    let args = [
+        "batch", "--config", config, "--input", &input, "--output", &out, "--quiet", "--seed",
+        &seed,
+    ];
+    command(&args, &[(KEY_VAR, steadfast_mock::MOCK_KEY)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the batch starts")
+}
+
+/// Waits for every worker; panics if one is still running after `GUARD`.
+fn wait_all(mut children: Vec<Child>) {
+    let started = Instant::now();
+    while !children.is_empty() {
+        children.retain_mut(|c| match c.try_wait().expect("wait") {
+            Some(status) => {
+                assert!(status.success(), "a worker failed: {status}");
+                false
+            }
+            None => true,
+        });
+        if started.elapsed() > GUARD {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            panic!("a worker still runs after {GUARD:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the four workers at once; returns (requests, 429s, seconds).
+fn four_batches(tmp: &Tmp, redis: Option<(&str, &str)>) -> (u64, u64, f64) {
+    let server = bucket();
+    let config = config(tmp, &server.base_url(), redis);
+    let started = Instant::now();
+    let children = (0..WORKERS).map(|w| worker(tmp, &config, w)).collect();
+    wait_all(children);
+    let took = started.elapsed().as_secs_f64();
+    for w in 0..WORKERS {
+        all_ok(&tmp.path(&format!("out{w}.jsonl")), &format!("w{w}"), LINES);
+    }
+    let stats = server.stats();
+    (stats.total_requests, stats.status(429), took)
+}
+
+/// The ideal: the burst at once, then the rest at the key's rate.
+fn ideal_secs(requests: u64) -> f64 {
+    requests.saturating_sub(BURST) as f64 * 60.0 / RPM as f64
+}
+
+#[test]
+fn four_batch_processes_share_one_key_limit() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("batch4");
+    let tmp = Tmp::new("shared4");
+    let (requests, throttled, took) = four_batches(&tmp, Some((&redis.url, &prefix)));
+    let ideal = ideal_secs((WORKERS * LINES) as u64);
+    println!(
+        "shared: {requests} requests, {throttled} 429s, {took:.2} s ({:.3}x the ideal {ideal:.1} s)",
+        took / ideal
+    );
+    assert!(
+        throttled * 10 <= requests,
+        "429s at most 10% of requests: {throttled} of {requests}"
+    );
+    let tmp = Tmp::new("local4");
+    let (alone, alone_throttled, alone_took) = four_batches(&tmp, None);
+    println!("local limits only: {alone} requests, {alone_throttled} 429s, {alone_took:.2} s");
+    assert!(
+        alone_throttled > throttled,
+        "without sharing the four bursts meet more 429s ({alone_throttled} vs {throttled})"
+    );
+}
