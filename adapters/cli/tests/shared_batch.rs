@@ -123,3 +123,69 @@ fn four_batch_processes_share_one_key_limit() {
         "without sharing the four bursts meet more 429s ({alone_throttled} vs {throttled})"
     );
 }
+
+/// A `steadfast serve` replica in front of `mock`, sharing through `redis` (each
+/// replica has its own client and its own connection to Redis, as a process would).
+async fn replica(
+    mock: &MockServer,
+    redis: (&str, &str),
+    seed: u64,
+) -> steadfast_cli::serve::Running {
+    use steadfast_cli::serve::{Gateway, config};
+    let (url, prefix) = redis;
+    let text = format!(
+        "[limiter]\nburst = {burst}\n[retry]\nmax_attempts = 8\n\n\
+         [shared]\nredis = \"{url}\"\nprefix = \"{prefix}\"\n\n\
+         [[endpoint]]\nname = \"key-1\"\nbase_url = \"{base}\"\nkeys_env = [\"{KEY_VAR}\"]\n\
+         model = \"gpt-4o-mini\"\nrpm = {RPM}\n",
+        burst = BURST as f64 / RPM as f64,
+        base = mock.base_url(),
+    );
+    let file = config::from_toml(&text).expect("the config parses");
+    let env =
+        |v: &str| (v == KEY_VAR).then(|| steadfast_http::ApiKey::new(steadfast_mock::MOCK_KEY));
+    let parts = steadfast_cli::cli::serve::parts(file, Some(seed), &env).expect("the parts build");
+    let (gw, ender) = Gateway::new(parts).expect("the gateway builds");
+    steadfast_cli::serve::start(gw, ender, "127.0.0.1:0".parse().expect("an address"))
+        .await
+        .expect("the gateway starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_replicas_pace_their_clients_together() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("serve2");
+    let mock = bucket();
+    let replicas = [
+        replica(&mock, (&redis.url, &prefix), 1).await,
+        replica(&mock, (&redis.url, &prefix), 2).await,
+    ];
+    let http = reqwest::Client::new();
+    let body = serde_json::json!({"model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Say hello"}]});
+    let started = Instant::now();
+    let calls = (0..WORKERS * LINES).map(|i| {
+        let url = format!("{}/v1/chat/completions", replicas[i % 2].base_url());
+        let req = http.post(url).json(&body);
+        async move { req.send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+    });
+    let statuses = futures_util::future::join_all(calls).await;
+    let took = started.elapsed().as_secs_f64();
+    let stats = mock.stats();
+    let (requests, throttled) = (stats.total_requests, stats.status(429));
+    let ideal = ideal_secs((WORKERS * LINES) as u64);
+    println!(
+        "two replicas: {requests} upstream requests, {throttled} 429s, {took:.2} s ({:.3}x the ideal {ideal:.1} s)",
+        took / ideal
+    );
+    let failed = statuses.iter().filter(|s| **s != 200).count();
+    assert_eq!(failed, 0, "every request succeeds: {statuses:?}");
+    assert!(
+        throttled * 10 <= requests,
+        "429s at most 10% of requests: {throttled} of {requests}"
+    );
+    assert_eq!(stats.early, 0, "no request before its hint");
+    for r in replicas {
+        r.shutdown().await;
+    }
+}
