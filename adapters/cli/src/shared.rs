@@ -8,9 +8,11 @@
 //! call_timeout = "50ms"              # optional: the longest a Redis call waits
 //! fail = "open"                      # the policy's: "open" (local limits) or "closed"
 //! lease = 8                          # the policy's: the most requests one lease asks for
+//! ledger = true                      # batch: each input id runs once between all workers
+//! claim_for = "30s"                  # batch: a dead worker's lines are free after this
 //! ```
 //!
-//! `redis`, `prefix` and `call_timeout` are this table's own; every other field is
+//! `redis`, `prefix`, `call_timeout`, `ledger` and `claim_for` are this table's own; every other field is
 //! the policy's [`SharedConfig`] (so `steadfast sim` reads the same file).
 
 use std::time::Duration;
@@ -32,6 +34,24 @@ pub struct SharedEntry {
     /// The longest one Redis call waits.
     #[serde(default, with = "opt_duration")]
     pub call_timeout: Option<Duration>,
+    /// `batch`: run each input id once between every worker on this Redis (the
+    /// shared idempotency ledger).
+    #[serde(default)]
+    pub ledger: bool,
+    /// `batch` with `ledger`: how long a worker's claim on a running line lasts
+    /// without renewal (a worker that dies leaves its lines after this).
+    #[serde(default, with = "opt_duration")]
+    pub claim_for: Option<Duration>,
+}
+
+/// The default of [`SharedEntry::claim_for`].
+pub const CLAIM_FOR: Duration = Duration::from_secs(30);
+
+impl SharedEntry {
+    /// How long a claim lasts without renewal.
+    pub fn claim_for(&self) -> Duration {
+        self.claim_for.unwrap_or(CLAIM_FOR)
+    }
 }
 
 impl std::fmt::Display for SharedEntry {
@@ -49,7 +69,7 @@ pub fn split(table: toml::Value) -> Result<(SharedEntry, SharedConfig), String> 
         return Err("shared: expected a [shared] table".to_owned());
     };
     let mut own = toml::Table::new();
-    for field in ["redis", "prefix", "call_timeout"] {
+    for field in ["redis", "prefix", "call_timeout", "ledger", "claim_for"] {
         if let Some(v) = table.remove(field) {
             own.insert(field.to_owned(), v);
         }

@@ -13,6 +13,7 @@
 //!   [`store`], then counts them.
 
 pub mod file;
+mod ledger;
 pub mod progress;
 mod reader;
 pub mod record;

@@ -17,6 +17,7 @@ use super::record::{Encoded, Ending, ErrorInfo, Finished, Key, REFUSED, Served};
 use super::status;
 use super::store::{self, Files};
 use super::summary::{Summary, Tally};
+use super::ledger::{Ledger, Turn};
 use super::{Options, RunError};
 use crate::input::InputLine;
 
@@ -33,10 +34,16 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         .build()
         .map_err(|e| RunError::Setup(format!("cannot start the runtime: {e}")))?;
     let mut builder = Client::builder().policy(opts.policy.clone());
+    let mut ledger = None;
     if let Some(entry) = &opts.shared {
         // The store's connection lives on this runtime.
         let _inside = runtime.enter();
         let store = crate::shared::store(entry, &opts.policy.shared).map_err(RunError::Setup)?;
+        if entry.ledger {
+            let (claim_for, fail) = (entry.claim_for(), opts.policy.shared.fail);
+            let owner = super::ledger::owner();
+            ledger = Some(Arc::new(Ledger::new(store.clone(), owner, claim_for, fail)));
+        }
         builder = builder.shared_store(store);
     }
     for e in &opts.endpoints {
@@ -101,6 +108,7 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         msg_tx,
         concurrency,
         keep_request,
+        ledger,
     ));
     let written = writer.join();
     display.finish();
@@ -163,6 +171,7 @@ async fn dispatch(
     msgs: mpsc::Sender<Msg>,
     concurrency: usize,
     keep_request: bool,
+    ledger: Option<Arc<Ledger>>,
 ) -> (bool, io::Result<super::reader::Read>) {
     let slots = Arc::new(Semaphore::new(concurrency));
     let mut tasks = JoinSet::new();
@@ -197,8 +206,9 @@ async fn dispatch(
         };
         let client = client.clone();
         let tx = msgs.clone();
+        let ledger = ledger.clone();
         tasks.spawn(async move {
-            let (f, latency) = one(&client, line, keep_request).await;
+            let (f, latency) = one_shared(&client, ledger.as_deref(), line, keep_request).await;
             let encoded = f.encode(keep_request);
             let _ = tx.send(Msg::Line(encoded, Some(latency))).await;
             drop(permit);
@@ -242,6 +252,40 @@ async fn next_line(reader: &mut Reader, msgs: &mpsc::Sender<Msg>) -> io::Result<
             Next::End => return Ok(None),
         }
     }
+}
+
+/// One line through the shared ledger (when there is one) and the client.
+async fn one_shared(
+    client: &Client,
+    ledger: Option<&Ledger>,
+    line: InputLine,
+    keep_request: bool,
+) -> (Finished, Duration) {
+    let Some(ledger) = ledger else {
+        return one(client, line, keep_request).await;
+    };
+    let t0 = Instant::now();
+    if let Turn::Done(answer) = ledger.turn(&line.id).await {
+        let done = Finished {
+            key: Key::Id(line.id),
+            ending: Ending::Ok(answer, None),
+            attempts: 0,
+            request: None,
+            bad: None,
+        };
+        return (done, t0.elapsed());
+    }
+    let id = line.id.clone();
+    let (f, latency) = tokio::select! {
+        ran = one(client, line, keep_request) => ran,
+        never = ledger.hold(&id) => match never {},
+    };
+    let answer = match &f.ending {
+        Ending::Ok(body, _) => Some(body),
+        Ending::Failed(_) => None,
+    };
+    ledger.finish(&id, answer).await;
+    (f, latency)
 }
 
 /// One line through the client.
