@@ -43,6 +43,8 @@ mod checks;
 pub mod compare;
 mod driver;
 pub mod ideal;
+pub mod modes;
+pub mod replicas;
 pub mod reply;
 pub mod report;
 mod scale;
@@ -52,6 +54,7 @@ pub mod text;
 pub use checks::Violation;
 pub use driver::{CallRecord, Request, Run, Tally, arrival_instants, engine_seed};
 pub use ideal::Ideal;
+pub use replicas::{Replicas, Sharing, run_replicas, run_replicas_checked};
 pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
 pub use scale::time_scaled_policy;
@@ -65,6 +68,8 @@ pub enum SimError {
     Scenario(ScenarioError),
     /// The policy is invalid (the engine refused it).
     Policy(ConfigError),
+    /// The replicas are invalid, or the policy gives them no limit to share.
+    Replicas(replicas::ReplicaError),
     /// The run made no progress (a core bug): too many events at one point.
     Stuck {
         /// The virtual instant it stalled at.
@@ -82,6 +87,7 @@ impl core::fmt::Display for SimError {
         match self {
             SimError::Scenario(e) => write!(f, "scenario: {e}"),
             SimError::Policy(e) => write!(f, "policy: {e}"),
+            SimError::Replicas(e) => write!(f, "{e}"),
             SimError::Stuck { at } => write!(f, "the simulation made no progress at {at}"),
             SimError::Unfinished { call } => write!(f, "call {call} never finished"),
         }
@@ -93,6 +99,7 @@ impl std::error::Error for SimError {
         match self {
             SimError::Scenario(e) => Some(e),
             SimError::Policy(e) => Some(e),
+            SimError::Replicas(e) => Some(e),
             _ => None,
         }
     }
