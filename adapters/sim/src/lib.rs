@@ -16,6 +16,15 @@
 //! Each [`Report`] sets the run's figures beside its [`Ideal`]: what a perfect client,
 //! one that knows the upstream, would need for the same calls (see [`ideal`]).
 //!
+//! A run may also be several replicas of the client behind the same keys
+//! ([`run_replicas`], `steadfast sim --replicas N`): engines of their own, splitting
+//! the calls, whose request limit is local to each, shared through a modelled store
+//! request by request, or leased from it (see [`replicas`]). Their reports end with a
+//! section on what the sharing cost and saved ([`report::ReplicaReport`]), and
+//! [`modes::render`] sets the three modes side by side. Issue #17's case is the
+//! scenario `adapters/sim/scenarios/shared-limit.toml` with the policy
+//! `shared-limit.policy.toml` beside it, on four replicas.
+//!
 //! Everything random comes from ChaCha8 streams derived from one `u64` seed, and events
 //! are ordered by `(instant, sequence number)`: the same scenario, policy and seed give
 //! the same [`Run`], and so the same [`Report`], byte for byte.

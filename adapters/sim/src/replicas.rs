@@ -310,11 +310,10 @@ mod tests {
     use super::*;
 
     fn limiter(requests: u32, burst: f64) -> LimiterConfig {
-        LimiterConfig {
-            requests: Some(requests),
-            burst,
-            ..LimiterConfig::default()
-        }
+        let mut l = LimiterConfig::default();
+        l.requests = Some(requests);
+        l.burst = burst;
+        l
     }
 
     #[test]
@@ -329,10 +328,8 @@ mod tests {
             .params()
             .unwrap()
         );
-        let per_second = LimiterConfig {
-            period: Duration::from_secs(1),
-            ..limiter(10, 0.0)
-        };
+        let mut per_second = limiter(10, 0.0);
+        per_second.period = Duration::from_secs(1);
         assert_eq!(store_params(&per_second).unwrap().interval_us, 100_000);
         assert_eq!(store_params(&per_second).unwrap().burst, 1);
         assert_eq!(
