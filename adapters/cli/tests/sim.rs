@@ -318,3 +318,204 @@ fn a_preset_policy_file_runs() {
     // The batch preset holds while the breaker is open instead of failing fast.
     assert!(!out.contains("breaker_open"), "{out}");
 }
+
+/// Issue #17's case: the scenario and policy of adapters/sim/scenarios.
+fn shared_limit_case() -> (String, String) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../sim/scenarios");
+    (
+        format!("{dir}/shared-limit.toml"),
+        format!("{dir}/shared-limit.policy.toml"),
+    )
+}
+
+/// The cells of the row named `name` in `out`, after its name.
+fn row(out: &str, name: &str) -> Vec<String> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with("  "))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{out}"));
+    line[name.len()..]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn replicas_run_the_three_sharing_modes_side_by_side() {
+    let (scenario, policy) = shared_limit_case();
+    let args = [
+        "sim",
+        "--scenario",
+        &scenario,
+        "--config",
+        &policy,
+        "--replicas",
+        "4",
+    ];
+    let out = stdout(&args);
+    assert!(
+        out.starts_with(
+            "steadfast sim: scenario shared-limit, policy shared-limit.policy, seed 1: \
+             4 replicas, store lag 2 ms\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(row(&out, ""), ["local", "shared", "leased", "(8)"], "{out}");
+    assert_eq!(row(&out, "succeeded")[1..], ["120", "120"], "{out}");
+    let requests: Vec<u64> = row(&out, "upstream requests")
+        .iter()
+        .map(|c| c.parse().expect("a count"))
+        .collect();
+    let throttled: Vec<u64> = row(&out, "429s")
+        .iter()
+        .map(|c| c.parse().expect("a count"))
+        .collect();
+    println!("seed 1: requests {requests:?}, 429s {throttled:?}");
+    assert!(throttled[0] > throttled[1].max(throttled[2]), "{out}");
+    for m in [1, 2] {
+        assert!(throttled[m] * 10 <= requests[m], "{out}");
+    }
+    for ratio in &row(&out, "makespan / ideal")[1..] {
+        let r: f64 = ratio.parse().expect("a ratio");
+        assert!(r <= 1.3, "seed 1: {out}");
+    }
+    assert_eq!(row(&out, "store asks")[0], "0", "{out}");
+    let seeds: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "replica seeds")
+        .skip(1)
+        .collect();
+    assert_eq!(seeds.len(), 4, "{out}");
+    assert_eq!(
+        seeds[0].split_whitespace().collect::<Vec<_>>(),
+        ["0", "1"],
+        "replica 0 runs on the run's seed: {out}"
+    );
+    assert_eq!(out, stdout(&args), "same arguments, same bytes");
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let json = stdout(&json_args);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["replicas"], 4);
+    assert_eq!(v["store_lag_ms"], 2.0);
+    let modes = v["modes"].as_array().expect("modes");
+    let names: Vec<&str> = modes
+        .iter()
+        .filter_map(|m| m["replicas"]["sharing"].as_str())
+        .collect();
+    assert_eq!(names, ["local", "shared", "leased"]);
+    assert_eq!(modes[2]["replicas"]["per_replica"][0]["seed"], 1);
+    assert_eq!(modes[1]["succeeded"], 120);
+}
+
+#[test]
+fn one_sharing_mode_prints_its_whole_report() {
+    let (scenario, policy) = shared_limit_case();
+    let args = [
+        "sim",
+        "--scenario",
+        &scenario,
+        "--config",
+        &policy,
+        "--replicas",
+        "4",
+        "--sharing",
+        "leased",
+        "--store-lag",
+        "10ms",
+        "--seed",
+        "4",
+    ];
+    let out = stdout(&args);
+    assert!(
+        out.starts_with("steadfast sim: scenario shared-limit"),
+        "{out}"
+    );
+    assert!(
+        out.contains("breaker transitions"),
+        "the whole report: {out}"
+    );
+    assert!(
+        out.contains("\nreplicas: 4, sharing leased (leases of up to 8), store lag 10 ms\n"),
+        "{out}"
+    );
+    for needle in [
+        "early requests",
+        "store asks",
+        "decided locally",
+        "never spent",
+    ] {
+        assert!(out.contains(needle), "no `{needle}` in:\n{out}");
+    }
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&json_args)).expect("valid JSON");
+    assert_eq!(v["replicas"]["sharing"], "leased");
+    assert_eq!(v["replicas"]["store_lag_ms"], 10.0);
+    assert_eq!(
+        v["replicas"]["per_replica"].as_array().map(Vec::len),
+        Some(4)
+    );
+    assert_eq!(v["succeeded"], 120);
+}
+
+#[test]
+fn one_replica_is_the_plain_run_byte_for_byte() {
+    for extra in [&[][..], &["--json"][..]] {
+        let mut plain = vec![
+            "sim",
+            "--scenario",
+            "flaky",
+            "--calls",
+            "300",
+            "--seed",
+            "6",
+        ];
+        plain.extend_from_slice(extra);
+        let mut one = plain.clone();
+        one.extend_from_slice(&["--replicas", "1"]);
+        let out = stdout(&plain);
+        assert_eq!(out, stdout(&one), "seed 6 {extra:?}");
+        assert!(!out.contains("replicas"), "no replicas section: {out}");
+    }
+}
+
+#[test]
+fn bad_replica_flags_name_the_flag() {
+    let (scenario, policy) = shared_limit_case();
+    let base = ["sim", "--scenario", &scenario, "--config", &policy];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        failure(&a)
+    };
+    let err = with(&["--replicas", "0"]);
+    assert!(err.contains("--replicas"), "{err}");
+    let err = with(&["--replicas", "many"]);
+    assert!(err.contains("--replicas"), "{err}");
+    let err = with(&["--replicas", "2", "--sharing", "global"]);
+    assert!(err.contains("--sharing"), "{err}");
+    assert!(
+        err.contains("local") && err.contains("leased"),
+        "lists the modes: {err}"
+    );
+    let err = with(&["--replicas", "2", "--store-lag", "soon"]);
+    assert!(err.contains("--store-lag"), "{err}");
+    assert!(err.contains("is not a duration"), "{err}");
+    let err = with(&["--replicas", "2", "--vs", &policy]);
+    assert!(err.contains("--vs"), "{err}");
+    // A shared limit needs a request limit in the policy.
+    let err = failure(&["sim", "--scenario", &scenario, "--replicas", "2"]);
+    assert!(err.contains("--sharing shared"), "{err}");
+    assert!(err.contains("limiter.requests"), "{err}");
+    let local = stdout(&[
+        "sim",
+        "--scenario",
+        &scenario,
+        "--replicas",
+        "2",
+        "--sharing",
+        "local",
+    ]);
+    assert!(local.contains("replicas: 2, sharing local"), "{local}");
+}

@@ -2,6 +2,10 @@
 //! the real core [`Engine`] against the simulated [`Upstream`]. Time jumps from event to
 //! event; events are ordered by `(instant, sequence number)`, so a run is a pure
 //! function of the scenario, the policy and the seed.
+//!
+//! A run may have several replicas (see [`crate::replicas`]): engines of their own, each
+//! with its own slots and queue, in front of the one upstream, with the modelled store
+//! of their shared limits between them.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -14,11 +18,13 @@ use steadfast_core::policy::Policy;
 use steadfast_core::pool::PoolEvent;
 use steadfast_core::retry::{Attempt, Call, Decision, Finish};
 use steadfast_core::rng::{self, unit_f64};
+use steadfast_core::shared::{LeaseAnswer, LeaseAsk, SharedCounters};
 use steadfast_core::time::Timestamp;
 
 use steadfast_upstream::{RequestFacts, Ticket, Upstream, UpstreamConfig, WALL_START};
 
 use crate::checks::{Checked, Checks, Violation};
+use crate::replicas::{ReplicaRun, Replicas, Store, replica_seed};
 use crate::reply::{Reply, seen};
 use crate::scenario::{Arrival, Scenario};
 use crate::{SimError, split_seed};
@@ -30,6 +36,8 @@ pub struct Request {
     pub at: Timestamp,
     /// The logical call (its arrival index).
     pub call: u32,
+    /// The replica that sent it (0 in a run of one).
+    pub replica: u16,
     /// The attempt number within the call (1 for the first).
     pub attempt: u32,
     /// Where it went.
@@ -77,6 +85,8 @@ pub struct Run {
     pub violations: Vec<Violation>,
     /// Engine events lost because the ring overflowed (should be zero).
     pub dropped_events: u64,
+    /// The replicas and their shared limits, in a run of [`crate::replicas::run_replicas`].
+    pub replicas: Option<ReplicaRun>,
 }
 
 /// What a run counts as it goes: all that a run without its logs
@@ -111,10 +121,15 @@ enum Ev {
     Answer(u32),
     /// The server is done with a keyed attempt (its ticket's index).
     ServerDone(u32),
+    /// A lease ask reaches the store (its index in the asks).
+    StoreAsk(u32),
+    /// The store's answer reaches its replica.
+    StoreAnswer(u32),
 }
 
 struct Active {
     call_index: u32,
+    replica: u16,
     call: Call,
     started: Timestamp,
     pending: Option<(AttemptId, Outcome, Request)>,
@@ -170,8 +185,26 @@ pub(crate) fn body(load: &crate::scenario::Load) -> Vec<u8> {
     .into_bytes()
 }
 
-pub(crate) struct Driver {
+/// One replica: an engine with its own slots and queue.
+struct Replica {
     engine: Engine,
+    queue: VecDeque<u32>,
+    active: usize,
+    checks: Option<Checks>,
+}
+
+/// A lease ask on its way to the store and back.
+struct Asking {
+    replica: u16,
+    ask: LeaseAsk,
+    answer: LeaseAnswer,
+}
+
+pub(crate) struct Driver {
+    replicas: Vec<Replica>,
+    store: Option<Store>,
+    asks: Vec<Option<Asking>>,
+    free_asks: Vec<u32>,
     upstream: Upstream,
     wire: Wire,
     /// Keyed attempts the server is still working on, by [`Ev::ServerDone`] index.
@@ -183,12 +216,9 @@ pub(crate) struct Driver {
     seq: u64,
     slots: Vec<Option<Active>>,
     free: Vec<u32>,
-    queue: VecDeque<u32>,
     concurrency: usize,
-    active: usize,
     tokens: u64,
     load: crate::scenario::Load,
-    checks: Option<Checks>,
     /// Whether every request and call is kept in [`Run`] (else only counted).
     keep_log: bool,
     tally: Tally,
@@ -203,22 +233,63 @@ impl Driver {
         checked: bool,
         keep_log: bool,
     ) -> Result<Driver, SimError> {
-        let specs: Vec<_> = scenario
-            .endpoints
-            .iter()
-            .map(|e| steadfast_core::engine::EndpointSpec::new(e.priority, e.keys))
+        Driver::with_replicas(
+            scenario,
+            policy,
+            seed,
+            checked,
+            keep_log,
+            &Replicas::default(),
+        )
+    }
+
+    /// A driver of `replicas` (validated by the caller); one local replica is the
+    /// plain run and keeps no [`ReplicaRun`].
+    pub(crate) fn with_replicas(
+        scenario: &Scenario,
+        policy: &Policy,
+        seed: u64,
+        checked: bool,
+        keep_log: bool,
+        replicas: &Replicas,
+    ) -> Result<Driver, SimError> {
+        let specs = replicas.specs(scenario);
+        let each = replicas.policy(policy);
+        let seeds: Vec<u64> = (0..replicas.count.max(1))
+            .map(|r| replica_seed(seed, r))
             .collect();
-        let engine =
-            Engine::new(policy.clone(), &specs, engine_seed(seed)).map_err(SimError::Policy)?;
+        let engines = seeds
+            .iter()
+            .map(|&s| {
+                let engine =
+                    Engine::new(each.clone(), &specs, engine_seed(s)).map_err(SimError::Policy)?;
+                Ok(Replica {
+                    engine,
+                    queue: VecDeque::new(),
+                    active: 0,
+                    checks: checked.then(|| Checks::new(scenario, &each)),
+                })
+            })
+            .collect::<Result<Vec<_>, SimError>>()?;
+        let store =
+            Store::new(replicas, &each, scenario.endpoints.len()).map_err(SimError::Replicas)?;
         let arrivals = Arrivals::new(scenario, seed);
         let calls = if keep_log {
             usize::try_from(scenario.load.calls).unwrap_or(0)
         } else {
             0
         };
-        let checks = checked.then(|| Checks::new(scenario, policy));
+        let plain = *replicas == Replicas::default();
+        let lease = if store.is_some() {
+            each.shared.lease
+        } else {
+            0
+        };
         Ok(Driver {
-            engine,
+            replicas: engines,
+            store,
+            asks: Vec::new(),
+            free_asks: Vec::new(),
             upstream: Upstream::new(
                 scenario.clone(),
                 UpstreamConfig {
@@ -236,12 +307,9 @@ impl Driver {
             seq: 0,
             slots: Vec::new(),
             free: Vec::new(),
-            queue: VecDeque::new(),
             concurrency: scenario.load.concurrency as usize,
-            active: 0,
             tokens: scenario.load.tokens,
             load: scenario.load.clone(),
-            checks,
             keep_log,
             tally: Tally::default(),
             run: Run {
@@ -254,16 +322,27 @@ impl Driver {
                 keys: Vec::new(),
                 violations: Vec::new(),
                 dropped_events: 0,
+                replicas: (!plain).then(|| ReplicaRun {
+                    replicas: *replicas,
+                    lease,
+                    seeds,
+                    shared: Vec::new(),
+                }),
             },
         })
     }
 
-    fn start_call(&mut self, now: Timestamp, index: u32) -> Call {
+    /// The replica call `index` goes to.
+    fn replica_of(&self, index: u32) -> u16 {
+        let n = self.replicas.len().max(1) as u32;
+        (index % n) as u16
+    }
+
+    fn start_call(&mut self, now: Timestamp, index: u32, replica: u16) -> Call {
         let id = self.load.id(u64::from(index));
         let business = id.as_deref().map(str::as_bytes);
-        self.engine
-            .start_call(now, business)
-            .with_tokens(self.tokens)
+        let engine = &mut self.replicas[usize::from(replica)].engine;
+        engine.start_call(now, business).with_tokens(self.tokens)
     }
 
     /// Keeps a keyed attempt's ticket until the server is done with it at `done`.
@@ -328,10 +407,12 @@ impl Driver {
                     if self.keep_log {
                         self.run.calls.push(placeholder_record(now));
                     }
-                    if self.active < self.concurrency {
-                        self.start(i, now);
+                    let r = self.replica_of(i);
+                    let replica = &mut self.replicas[usize::from(r)];
+                    if replica.active < self.concurrency {
+                        self.start(i, r, now);
                     } else {
-                        self.queue.push_back(i);
+                        replica.queue.push_back(i);
                     }
                 }
                 Ev::Wake(slot) => self.drive(slot, now),
@@ -348,21 +429,22 @@ impl Driver {
                     };
                     if let Some((id, outcome, request)) = a.pending.take() {
                         let _ = a.call.on_outcome(now, id, outcome);
-                        if let Some(c) = &mut self.checks {
+                        let replica = &mut self.replicas[usize::from(a.replica)];
+                        if let Some(c) = &mut replica.checks {
                             c.on_answer(&request);
                         }
                     }
                     self.drive(slot, now);
                 }
+                Ev::StoreAsk(i) => self.at_store(i, now),
+                Ev::StoreAnswer(i) => self.answered(i, now),
             }
             if self.tally.finished / every != finished / every {
-                self.tally.queued = self.queue.len();
-                self.tally.dropped_events = self.engine.dropped_events();
+                self.count_up();
                 on_progress(&self.tally);
             }
         }
-        self.tally.queued = self.queue.len();
-        self.tally.dropped_events = self.engine.dropped_events();
+        self.count_up();
         if self.tally.arrived != self.calls || self.tally.finished != self.calls {
             let unfinished = self
                 .run
@@ -373,18 +455,83 @@ impl Driver {
                 call: unfinished.map_or(self.tally.finished, |i| i as u64) as u32,
             });
         }
-        if let Some(c) = self.checks.take() {
-            self.run.violations = c.into_violations();
+        for r in &mut self.replicas {
+            if let Some(c) = r.checks.take() {
+                self.run.violations.extend(c.into_violations());
+            }
         }
-        self.run.dropped_events = self.engine.dropped_events();
+        self.run.dropped_events = self.tally.dropped_events;
+        if let Some(rr) = &mut self.run.replicas {
+            rr.shared = self.replicas.iter().map(|r| counters(&r.engine)).collect();
+        }
         Ok(())
     }
 
-    fn start(&mut self, call_index: u32, now: Timestamp) {
-        self.active += 1;
-        let call = self.start_call(now, call_index);
+    /// The tally's queue and dropped-event counts, summed over the replicas.
+    fn count_up(&mut self) {
+        self.tally.queued = self.replicas.iter().map(|r| r.queue.len()).sum();
+        self.tally.dropped_events = self
+            .replicas
+            .iter()
+            .map(|r| r.engine.dropped_events())
+            .sum();
+    }
+
+    /// Sends the leases `replica`'s engine wants at `now` on their way to the store.
+    fn ask_store(&mut self, replica: u16, now: Timestamp) {
+        let Some(store) = &self.store else { return };
+        let there = store.there();
+        while let Some(ask) = self.replicas[usize::from(replica)]
+            .engine
+            .poll_lease_ask(now)
+        {
+            let asking = Some(Asking {
+                replica,
+                ask,
+                answer: LeaseAnswer::Failed,
+            });
+            let i = match self.free_asks.pop() {
+                Some(i) => {
+                    self.asks[i as usize] = asking;
+                    i
+                }
+                None => {
+                    self.asks.push(asking);
+                    (self.asks.len() - 1) as u32
+                }
+            };
+            self.push(now.saturating_add(there), Ev::StoreAsk(i));
+        }
+    }
+
+    /// Ask `i` reaches the store at `now`: decided there, answered after the lag.
+    fn at_store(&mut self, i: u32, now: Timestamp) {
+        let (Some(store), Some(Some(a))) = (&mut self.store, self.asks.get_mut(i as usize)) else {
+            return;
+        };
+        a.answer = store.lease(now, a.ask.endpoint, a.ask.want);
+        let back = store.back();
+        self.push(now.saturating_add(back), Ev::StoreAnswer(i));
+    }
+
+    /// Ask `i`'s answer reaches its replica at `now`.
+    fn answered(&mut self, i: u32, now: Timestamp) {
+        let Some(a) = self.asks.get_mut(i as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free_asks.push(i);
+        let engine = &mut self.replicas[usize::from(a.replica)].engine;
+        engine.handle_lease(now, &a.ask, a.answer);
+        drain_events(engine, &mut self.run, &mut self.tally, self.keep_log);
+        self.ask_store(a.replica, now);
+    }
+
+    fn start(&mut self, call_index: u32, replica: u16, now: Timestamp) {
+        self.replicas[usize::from(replica)].active += 1;
+        let call = self.start_call(now, call_index, replica);
         let active = Active {
             call_index,
+            replica,
             call,
             started: now,
             pending: None,
@@ -409,22 +556,31 @@ impl Driver {
             let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                 return;
             };
-            let decision = match &mut self.checks {
+            let replica = &mut self.replicas[usize::from(a.replica)];
+            let decision = match &mut replica.checks {
                 Some(c) => {
-                    let mut gate = Checked::new(&mut self.engine, c, a.call_index);
+                    let mut gate = Checked::new(&mut replica.engine, c, a.call_index);
                     a.call.poll_decision(now, &mut gate)
                 }
-                None => a.call.poll_decision(now, &mut self.engine),
+                None => a.call.poll_decision(now, &mut replica.engine),
             };
             drain_events(
-                &mut self.engine,
+                &mut replica.engine,
                 &mut self.run,
                 &mut self.tally,
                 self.keep_log,
             );
+            let r = a.replica;
+            if self.store.is_some() {
+                self.ask_store(r, now);
+            }
+            let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+                return;
+            };
+            let replica = &mut self.replicas[usize::from(r)];
             match decision {
                 Decision::Send(attempt) => {
-                    if let Some(c) = &mut self.checks {
+                    if let Some(c) = &mut replica.checks {
                         c.on_send(now, a.call_index, &attempt, a.call.deadline());
                     }
                     let asked = ask(&mut self.upstream, &self.wire, now, &attempt);
@@ -436,6 +592,7 @@ impl Driver {
                     let request = Request {
                         at: now,
                         call: a.call_index,
+                        replica: r,
                         attempt: attempt.id.0,
                         target: attempt.target,
                         reply: if arrives.is_some() {
@@ -473,7 +630,7 @@ impl Driver {
                     let started = a.started;
                     self.slots[slot as usize] = None;
                     self.free.push(slot);
-                    self.active -= 1;
+                    replica.active -= 1;
                     self.tally.finished += 1;
                     if matches!(finish, Finish::Success { .. }) {
                         self.tally.succeeded += 1;
@@ -483,15 +640,16 @@ impl Driver {
                         rec.finished = now;
                         rec.finish = finish;
                     }
-                    let Some(next) = self.queue.pop_front() else {
+                    let Some(next) = replica.queue.pop_front() else {
                         return;
                     };
-                    self.active += 1;
-                    let call = self.start_call(now, next);
+                    replica.active += 1;
+                    let call = self.start_call(now, next, r);
                     // The freed slot is reused at once.
                     let s = self.free.pop().unwrap_or(slot);
                     self.slots[s as usize] = Some(Active {
                         call_index: next,
+                        replica: r,
                         call,
                         started: now,
                         pending: None,
@@ -580,6 +738,24 @@ fn drain_events(engine: &mut Engine, run: &mut Run, tally: &mut Tally, keep_log:
             _ => {}
         }
     }
+}
+
+/// An engine's shared-limit counters, summed over its endpoints.
+fn counters(engine: &Engine) -> SharedCounters {
+    let mut sum = SharedCounters::default();
+    for e in 0..engine.pool().endpoint_count() {
+        let Some(c) = engine.shared_counters(EndpointId(e)) else {
+            continue;
+        };
+        sum.asks += c.asks;
+        sum.leased += c.leased;
+        sum.spent += c.spent;
+        sum.expired += c.expired;
+        sum.empty += c.empty;
+        sum.failures += c.failures;
+        sum.fallback_admissions += c.fallback_admissions;
+    }
+    sum
 }
 
 fn placeholder_record(arrived: Timestamp) -> CallRecord {

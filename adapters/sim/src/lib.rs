@@ -16,6 +16,15 @@
 //! Each [`Report`] sets the run's figures beside its [`Ideal`]: what a perfect client,
 //! one that knows the upstream, would need for the same calls (see [`ideal`]).
 //!
+//! A run may also be several replicas of the client behind the same keys
+//! ([`run_replicas`], `steadfast sim --replicas N`): engines of their own, splitting
+//! the calls, whose request limit is local to each, shared through a modelled store
+//! request by request, or leased from it (see [`replicas`]). Their reports end with a
+//! section on what the sharing cost and saved ([`report::ReplicaReport`]), and
+//! [`modes::render`] sets the three modes side by side. Issue #17's case is the
+//! scenario `adapters/sim/scenarios/shared-limit.toml` with the policy
+//! `shared-limit.policy.toml` beside it, on four replicas.
+//!
 //! Everything random comes from ChaCha8 streams derived from one `u64` seed, and events
 //! are ordered by `(instant, sequence number)`: the same scenario, policy and seed give
 //! the same [`Run`], and so the same [`Report`], byte for byte.
@@ -43,6 +52,8 @@ mod checks;
 pub mod compare;
 mod driver;
 pub mod ideal;
+pub mod modes;
+pub mod replicas;
 pub mod reply;
 pub mod report;
 mod scale;
@@ -52,6 +63,7 @@ pub mod text;
 pub use checks::Violation;
 pub use driver::{CallRecord, Request, Run, Tally, arrival_instants, engine_seed};
 pub use ideal::Ideal;
+pub use replicas::{Replicas, Sharing, run_replicas, run_replicas_checked};
 pub use reply::{OutcomeClass, Reply};
 pub use report::Report;
 pub use scale::time_scaled_policy;
@@ -65,6 +77,8 @@ pub enum SimError {
     Scenario(ScenarioError),
     /// The policy is invalid (the engine refused it).
     Policy(ConfigError),
+    /// The replicas are invalid, or the policy gives them no limit to share.
+    Replicas(replicas::ReplicaError),
     /// The run made no progress (a core bug): too many events at one point.
     Stuck {
         /// The virtual instant it stalled at.
@@ -82,6 +96,7 @@ impl core::fmt::Display for SimError {
         match self {
             SimError::Scenario(e) => write!(f, "scenario: {e}"),
             SimError::Policy(e) => write!(f, "policy: {e}"),
+            SimError::Replicas(e) => write!(f, "{e}"),
             SimError::Stuck { at } => write!(f, "the simulation made no progress at {at}"),
             SimError::Unfinished { call } => write!(f, "call {call} never finished"),
         }
@@ -93,6 +108,7 @@ impl std::error::Error for SimError {
         match self {
             SimError::Scenario(e) => Some(e),
             SimError::Policy(e) => Some(e),
+            SimError::Replicas(e) => Some(e),
             _ => None,
         }
     }

@@ -14,8 +14,10 @@ use crate::driver::Run;
 use crate::ideal::Ideal;
 use crate::reply::OutcomeClass;
 
+mod replicas;
 mod vs_ideal;
 
+pub use replicas::{ReplicaLine, ReplicaReport, early_requests};
 pub use vs_ideal::VsIdeal;
 
 /// The summary of one run.
@@ -59,6 +61,9 @@ pub struct Report {
     pub endpoints: Vec<EndpointReport>,
     /// Upstream requests over time.
     pub timeline: Timeline,
+    /// The replicas and their shared limit, in a run of several (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaReport>,
 }
 
 /// Attempts per call.
@@ -268,7 +273,7 @@ impl Report {
         let success_rate = round(succeeded as f64 / calls.max(1) as f64, 6);
         let makespan_s = makespan(run);
         let arrivals: Vec<Timestamp> = run.calls.iter().map(|c| c.arrived).collect();
-        let ideal = Ideal::compute(sc, &arrivals, run.deadline);
+        let ideal = Ideal::compute(&ideal_scenario(run), &arrivals, run.deadline);
         let requests = run.requests.len() as u64;
         Report {
             scenario: sc.name.clone(),
@@ -307,8 +312,21 @@ impl Report {
             keys: keys(run, &name),
             endpoints: endpoints(run),
             timeline: timeline(run, bucket, end),
+            replicas: ReplicaReport::new(run),
         }
     }
+}
+
+/// The scenario a perfect client is measured on: the run's, with every replica's
+/// concurrency slots together.
+fn ideal_scenario(run: &Run) -> std::borrow::Cow<'_, crate::Scenario> {
+    let n = run.replicas.as_ref().map_or(1, |r| r.seeds.len() as u32);
+    if n <= 1 {
+        return std::borrow::Cow::Borrowed(&run.scenario);
+    }
+    let mut sc = run.scenario.clone();
+    sc.load.concurrency = sc.load.concurrency.saturating_mul(n);
+    std::borrow::Cow::Owned(sc)
 }
 
 /// From the first arrival to the last finish, in seconds.

@@ -267,5 +267,8 @@ pub fn render(r: &Report) -> String {
         t.row(row);
     }
     out.push_str(&t.render(2));
+    if let Some(section) = &r.replicas {
+        out.push_str(&crate::modes::section(section));
+    }
     out
 }
