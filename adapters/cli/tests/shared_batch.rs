@@ -189,3 +189,88 @@ async fn two_serve_replicas_pace_their_clients_together() {
         r.shutdown().await;
     }
 }
+
+/// Lines in `path` (0 when it does not exist yet).
+fn lines_in(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn two_workers_on_one_ledger_run_each_id_once_across_a_kill() {
+    const N: usize = 40;
+    let redis = Redis::shared();
+    let prefix = unique_prefix("ledger");
+    let tmp = Tmp::new("ledger");
+    // Slow answers, so that the killed worker has lines in flight.
+    let mock = server("ok", 9, |c| {
+        c.knobs.latency_min = Some(Duration::from_millis(100));
+        c.knobs.latency_max = Some(Duration::from_millis(200));
+    });
+    let config = tmp.write(
+        "config.toml",
+        &format!(
+            "[shared]\nredis = \"{url}\"\nprefix = \"{prefix}\"\nledger = true\nclaim_for = \"1s\"\n\n\
+             [[endpoint]]\nbase_url = \"{base}\"\nkeys_env = [\"{KEY_VAR}\"]\n",
+            url = redis.url,
+            base = mock.base_url(),
+        ),
+    );
+    let input = tmp.write("in.jsonl", &prompts("l", N));
+    let start = |name: &str, seed: &str| {
+        let out = tmp.p(name);
+        let args = [
+            "batch",
+            "--config",
+            &config,
+            "--input",
+            &input,
+            "--output",
+            &out,
+            "--quiet",
+            "--concurrency",
+            "4",
+            "--seed",
+            seed,
+        ];
+        command(&args, &[(KEY_VAR, steadfast_mock::MOCK_KEY)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the batch starts")
+    };
+    let mut a = start("a.jsonl", "1");
+    let b = start("b.jsonl", "2");
+    // Once the first worker has written a few lines, SIGKILL it.
+    let started = Instant::now();
+    while lines_in(&tmp.path("a.jsonl")) < 3 && started.elapsed() < GUARD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    a.kill().expect("SIGKILL the first worker");
+    let _ = a.wait();
+    let written_by_a = lines_in(&tmp.path("a.jsonl"));
+    wait_all(vec![b]);
+    // The survivor finished every id: those it ran, and the stored answers of those
+    // the killed one finished (written with 0 attempts: it made none).
+    let r = results(&tmp.path("b.jsonl"));
+    assert_eq!(r.len(), N, "one line per id");
+    assert!(
+        r.values()
+            .all(|l| l["ok"] == true && l["response"].is_object()),
+        "{r:?}"
+    );
+    let replayed = r.values().filter(|l| l["attempts"] == 0).count();
+    let stats = mock.stats();
+    for i in 1..=N {
+        let key = key_of(&format!("l-{i}"));
+        let k = stats
+            .key(&key)
+            .unwrap_or_else(|| panic!("l-{i} never reached the server"));
+        assert_eq!(k.processed, 1, "l-{i} processed {} times", k.processed);
+    }
+    assert_eq!(stats.keys.len(), N, "one key per id, no other");
+    println!(
+        "ledger: the killed worker wrote {written_by_a} lines, the survivor took {replayed} answers from the ledger; \
+         {} requests for {N} ids ({} replayed by the server)",
+        stats.total_requests, stats.replayed
+    );
+}

@@ -11,13 +11,13 @@ use steadfast_reqwest::Client;
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use super::ledger::{Ledger, Turn};
 use super::progress::{self, Counters, Reading};
 use super::reader::{Msg, Next, Reader};
 use super::record::{Encoded, Ending, ErrorInfo, Finished, Key, REFUSED, Served};
 use super::status;
 use super::store::{self, Files};
 use super::summary::{Summary, Tally};
-use super::ledger::{Ledger, Turn};
 use super::{Options, RunError};
 use crate::input::InputLine;
 
