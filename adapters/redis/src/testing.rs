@@ -103,10 +103,12 @@ impl Redis {
 /// A store on `url` with `prefix` and a generous call timeout (for tests of
 /// behaviour, not latency).
 pub fn store(url: &str, prefix: &str) -> RedisStore {
-    let mut config = RedisConfig::default();
-    config.url = url.to_string();
-    config.prefix = prefix.to_string();
-    config.call_timeout = Duration::from_secs(2);
+    let config = RedisConfig {
+        url: url.to_string(),
+        prefix: prefix.to_string(),
+        call_timeout: Duration::from_secs(2),
+        ..RedisConfig::default()
+    };
     RedisStore::new(config).expect("store")
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::retry::{GiveUp, GiveUpReason};
 use steadfast_core::time::Timestamp;
-use steadfast_http::{CallError, Now, Outgoing, Session, Started, Step};
+use steadfast_http::{CallError, LeaseAnswer, Now, Outgoing, Session, Started, Step};
 
 use crate::Client;
 use crate::attempt::Attempt;
