@@ -2,9 +2,9 @@
 
 /// Expands, inside a client's `impl ClientBuilder`, to the settings every client
 /// shares: `policy`, `endpoint`, `fallback`, `seed`, `seed_u64`, `max_retries`,
-/// `timeout`, `deadline`, `canonical`, `max_body` and `record_prompts` (and `meter`, with the `otel` feature), each with a doc test through
-/// the client crate `$krate`. The builder must have a `setup: steadfast_http::Setup`
-/// field.
+/// `timeout`, `deadline`, `canonical`, `max_body` and `record_prompts`, each with a doc
+/// test through the client crate `$krate`, and `meter` when this crate has the `otel`
+/// feature. The builder must have a `setup: steadfast_http::Setup` field.
 #[macro_export]
 macro_rules! shared_builder_settings {
     ($krate:ident) => {

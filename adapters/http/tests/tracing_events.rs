@@ -56,7 +56,11 @@ fn next(s: &mut Session<'_, ()>, at: &mut Timestamp) -> bool {
 
 fn lines_with(lines: &[String], name: &str) -> Vec<String> {
     let message = format!("message={name} ");
-    lines.iter().filter(|l| l.contains(&message)).cloned().collect()
+    lines
+        .iter()
+        .filter(|l| l.contains(&message))
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -99,15 +103,22 @@ fn decisions_are_named_steadfast_events() {
     assert!(retry.iter().any(|l| l.contains("wait_ms=")), "{lines:#?}");
     let opened = lines_with(&lines, "steadfast.breaker.transition");
     assert!(
-        opened.iter().any(|l| l.contains("from=Closed") && l.contains("to=Open")),
+        opened
+            .iter()
+            .any(|l| l.contains("from=Closed") && l.contains("to=Open")),
         "{lines:#?}"
     );
-    assert_eq!(lines_with(&lines, "steadfast.budget.denied").len(), 1, "{lines:#?}");
+    assert_eq!(
+        lines_with(&lines, "steadfast.budget.denied").len(),
+        1,
+        "{lines:#?}"
+    );
     let gave_up = lines_with(&lines, "steadfast.give_up");
     assert!(
-        gave_up.iter().any(|l| l.contains("reason=\"budget_exhausted\"")),
+        gave_up
+            .iter()
+            .any(|l| l.contains("reason=\"budget_exhausted\"")),
         "{gave_up:#?}"
     );
     assert!(lines.iter().all(|l| !l.contains("secret")), "{lines:#?}");
 }
-

@@ -30,7 +30,10 @@ fn status(status: u16) -> Fault {
 
 fn mock(script: Vec<Fault>) -> MockServer {
     eprintln!("seed {SEED:#x}");
-    let config = MockConfig::builtin("ok").expect("built-in").with_seed(SEED).with_script(script);
+    let config = MockConfig::builtin("ok")
+        .expect("built-in")
+        .with_seed(SEED)
+        .with_script(script);
     MockServer::start(config).expect("the mock starts")
 }
 
@@ -39,7 +42,11 @@ fn client(server: &MockServer, meter: opentelemetry::metrics::Meter, retries: u3
     policy.backoff.base = Duration::from_millis(50);
     policy.backoff.cap = Duration::from_millis(50);
     Client::builder()
-        .endpoint(EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-otel-test"))
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            "sk-otel-test",
+        ))
         .policy(policy)
         .max_retries(retries)
         .seed_u64(SEED)
@@ -82,17 +89,26 @@ async fn histograms_after_the_genai_conventions() {
 
     // A call that retried once (500, then 200).
     let retried = mock(vec![status(500)]);
-    let reply = client(&retried, meter.clone(), 2).chat(ask()).await.expect("a success");
+    let reply = client(&retried, meter.clone(), 2)
+        .chat(ask())
+        .await
+        .expect("a success");
     assert_eq!(reply.attempts, 2);
     let usage = reply.usage().expect("the mock reports usage");
     let response_model = reply.body["model"].as_str().expect("a model").to_owned();
     // A call that gave up (500 twice, one retry allowed).
     let failing = mock(vec![status(500), status(500)]);
-    let e = client(&failing, meter.clone(), 1).chat(ask()).await.expect_err("gives up");
+    let e = client(&failing, meter.clone(), 1)
+        .chat(ask())
+        .await
+        .expect_err("gives up");
     assert_eq!(e.status, Some(500));
     // A stream.
     let streaming = mock(Vec::new());
-    let events = client(&streaming, meter, 0).stream(ask()).await.expect("a stream");
+    let events = client(&streaming, meter, 0)
+        .stream(ask())
+        .await
+        .expect("a stream");
     events.collect_events().await.expect("the whole stream");
 
     let flushed = tokio::task::spawn_blocking(move || {
@@ -125,21 +141,34 @@ async fn histograms_after_the_genai_conventions() {
     assert_eq!(points.len(), 3, "{points:#?}");
     let mut ok = base(&retried);
     ok.insert("gen_ai.response.model".into(), response_model.clone());
-    let p = points.iter().find(|p| attrs(p) == ok).expect("the retried call's point");
+    let p = points
+        .iter()
+        .find(|p| attrs(p) == ok)
+        .expect("the retried call's point");
     assert_eq!(p.count(), 1);
     assert_eq!(p.bounds().collect::<Vec<_>>(), DURATION_BUCKETS);
     // It waited out its backoff between the attempts.
     assert!(p.sum() >= 0.05, "{}", p.sum());
     let mut failed = base(&failing);
     failed.insert("error.type".into(), "500".into());
-    let p = points.iter().find(|p| attrs(p) == failed).expect("the failed call's point");
+    let p = points
+        .iter()
+        .find(|p| attrs(p) == failed)
+        .expect("the failed call's point");
     assert_eq!(p.count(), 1);
 
     let tokens = metrics["gen_ai.client.token.usage"];
     assert_eq!(tokens.unit(), "{token}");
     let points = u64_points(tokens);
-    assert_eq!(points.len(), 2, "only the whole answer reports usage: {points:#?}");
-    for (kind, n) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+    assert_eq!(
+        points.len(),
+        2,
+        "only the whole answer reports usage: {points:#?}"
+    );
+    for (kind, n) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+    ] {
         let mut want = ok.clone();
         want.insert("gen_ai.token.type".into(), kind.into());
         let p = points.iter().find(|p| attrs(p) == want).expect(kind);

@@ -26,7 +26,10 @@ fn a_retried_call_has_a_span_per_attempt_and_no_secret() {
         body: None,
         headers: Vec::new(),
     };
-    let config = MockConfig::builtin("ok").expect("built-in").with_seed(SEED).with_script([failure]);
+    let config = MockConfig::builtin("ok")
+        .expect("built-in")
+        .with_seed(SEED)
+        .with_script([failure]);
     let server = MockServer::start(config).expect("the mock starts");
     let mut policy = Policy::default().without_jitter();
     policy.backoff.base = Duration::from_millis(10);
@@ -39,7 +42,8 @@ fn a_retried_call_has_a_span_per_attempt_and_no_secret() {
         .expect("client builds");
     let rec = layer::Rec::default();
     tracing::subscriber::with_default(layer::subscriber(&rec), || {
-        let ask = json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": PROMPT}]});
+        let ask =
+            json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": PROMPT}]});
         let reply = client.chat(ask).expect("retried to a success");
         assert_eq!(reply.attempts, 2);
     });
@@ -47,8 +51,14 @@ fn a_retried_call_has_a_span_per_attempt_and_no_secret() {
     let calls = rec.calls();
     assert_eq!(calls.len(), 1, "{:#?}", rec.spans);
     let call = &calls[0].fields;
-    assert_eq!(call.get("otel.name").map(String::as_str), Some("chat gpt-4o-mini"));
-    assert_eq!(call.get("gen_ai.provider.name").map(String::as_str), Some("openai"));
+    assert_eq!(
+        call.get("otel.name").map(String::as_str),
+        Some("chat gpt-4o-mini")
+    );
+    assert_eq!(
+        call.get("gen_ai.provider.name").map(String::as_str),
+        Some("openai")
+    );
     assert!(call.contains_key("gen_ai.usage.output_tokens"), "{call:#?}");
     let call_index = rec.spans.iter().position(|s| std::ptr::eq(s, calls[0]));
     let attempts = rec.attempts();
@@ -56,11 +66,17 @@ fn a_retried_call_has_a_span_per_attempt_and_no_secret() {
     assert!(attempts.iter().all(|a| a.parent == call_index));
     let resend = |i: usize| attempts[i].fields.get("http.request.resend_count").cloned();
     assert_eq!((resend(0), resend(1)), (None, Some("1".to_owned())));
-    assert_eq!(attempts[0].fields.get("error.type").map(String::as_str), Some("503"));
+    assert_eq!(
+        attempts[0].fields.get("error.type").map(String::as_str),
+        Some("503")
+    );
     let retry = rec.events("steadfast.retry.scheduled");
     assert_eq!(retry.len(), 1, "{:#?}", rec.events);
     assert_eq!(retry[0].span, call_index);
     for v in rec.all_values() {
-        assert!(!v.contains(KEY) && !v.contains(PROMPT), "a secret or the prompt in {v}");
+        assert!(
+            !v.contains(KEY) && !v.contains(PROMPT),
+            "a secret or the prompt in {v}"
+        );
     }
 }
