@@ -2,9 +2,9 @@
 
 /// Expands, inside a client's `impl ClientBuilder`, to the settings every client
 /// shares: `policy`, `endpoint`, `fallback`, `seed`, `seed_u64`, `max_retries`,
-/// `timeout`, `deadline`, `canonical` and `max_body`, each with a doc test through
-/// the client crate `$krate`. The builder must have a `setup: steadfast_http::Setup`
-/// field.
+/// `timeout`, `deadline`, `canonical`, `max_body` and `record_prompts`, each with a doc
+/// test through the client crate `$krate`, and `meter` when this crate has the `otel`
+/// feature. The builder must have a `setup: steadfast_http::Setup` field.
 #[macro_export]
 macro_rules! shared_builder_settings {
     ($krate:ident) => {
@@ -110,5 +110,44 @@ macro_rules! shared_builder_settings {
             self.setup.max_body = bytes;
             self
         }
+
+        /// Whether call spans carry the prompt (`gen_ai.input.messages`,
+        /// `gen_ai.system_instructions`; with the `tracing` feature). Off by default:
+        /// prompts are user data. Completions and keys are never recorded.
+        ///
+        #[doc = concat!("```\n# fn main() -> Result<(), Box<dyn std::error::Error>> {\nlet client = ", stringify!($krate), "::Client::builder()\n    .endpoint(", stringify!($krate), "::EndpointDef::new(\"http://127.0.0.1:9\", ", stringify!($krate), "::Provider::OpenAi, \"sk-1\"))\n    .record_prompts(true)\n    .build()?;\n# let _ = client;\n# Ok(()) }\n```")]
+        #[must_use]
+        pub fn record_prompts(mut self, record: bool) -> Self {
+            self.setup.telemetry.record_prompts = record;
+            self
+        }
+
+        $crate::__meter_setting!();
     };
+}
+
+/// The builder's `meter` setting, present when this crate has the `otel` feature
+/// (decided here, whichever crate expands [`shared_builder_settings`]).
+#[cfg(feature = "otel")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __meter_setting {
+    () => {
+        /// Records the `gen_ai.client.*` histograms (operation duration, token usage,
+        /// time to first chunk) on this OpenTelemetry meter, e.g.
+        /// `opentelemetry::global::meter("steadfast")` or one of one's own provider.
+        #[must_use]
+        pub fn meter(mut self, meter: $crate::opentelemetry::metrics::Meter) -> Self {
+            self.setup.telemetry.meter = Some(meter);
+            self
+        }
+    };
+}
+
+/// Without the `otel` feature there is no `meter` setting.
+#[cfg(not(feature = "otel"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __meter_setting {
+    () => {};
 }

@@ -24,6 +24,10 @@
 //!   headers and idempotency key, and the builder's changes to the policy.
 //! - [`Metrics`]: counters fed from the core's events (and `tracing` events with the
 //!   `tracing` feature), recorded after the engine's lock is released.
+//! - [`telemetry`]: spans (the `tracing` feature) and metrics (the `otel` feature)
+//!   after the OpenTelemetry GenAI conventions, and `steadfast.*` events for the
+//!   resilience decisions; the faces run their loops in [`Session::call_span`] and
+//!   their exchanges in [`Session::attempt_span`].
 //! - [`chat`]: the canonical chat shape (OpenAI Chat Completions) and its faithful
 //!   translation to and from Anthropic Messages: requests, responses, streams, errors.
 //!   A client whose endpoints speak more than one API (or set canonical) takes and
@@ -77,6 +81,7 @@ mod session;
 mod shared;
 pub mod sse;
 pub mod stream;
+pub mod telemetry;
 mod text;
 
 pub use clock::Now;
@@ -98,7 +103,13 @@ pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{Setup, Shared};
 pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
+pub use telemetry::{EnteredSpan, SpanHandle, TelemetryConfig};
 pub use text::{TextEvent, TextFold, TextStep};
+
+/// The OpenTelemetry API this crate records metrics through (the `otel` feature), so
+/// that a caller's `Meter` is of the same version.
+#[cfg(feature = "otel")]
+pub use opentelemetry;
 
 pub use steadfast_core;
 pub use steadfast_core::backoff::BackoffConfig;

@@ -1,6 +1,11 @@
 //! Counters the caller can read, fed from the core's events; with the `tracing`
-//! feature, one `tracing` event per core event as well. Events name endpoints and
-//! keys by index only, so no secret can reach a counter or a log line.
+//! feature, one `tracing` event per core event as well (two for a give-up for a spent
+//! budget: `steadfast.budget.denied`, then `steadfast.give_up`). The resilience
+//! decisions are named events (`steadfast.breaker.transition`, `steadfast.key.cooldown`,
+//! `steadfast.key.disabled`, `steadfast.budget.denied`, `steadfast.retry.scheduled`,
+//! `steadfast.failover`, `steadfast.give_up`): the name is both the event's and its
+//! message, which `tracing-opentelemetry` exports as the span event's name. Events name
+//! endpoints and keys by index only, so no secret can reach a counter or a log line.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -310,21 +315,32 @@ fn trace_call(ev: &CallEvent) {
             debug!(target: "steadfast", at = %at, attempt = id.0, to = %target, "attempt started");
         }
         CallEvent::RetryScheduled { at, failure, until } => info!(
+            name: "steadfast.retry.scheduled",
             target: "steadfast",
             at = %at,
             class = ?failure.class,
             scope = ?failure.scope,
             until = %until,
-            "retry scheduled"
+            wait_ms = millis(until.saturating_duration_since(*at)),
+            "steadfast.retry.scheduled"
         ),
         CallEvent::Failover { at, from, to } => {
-            warn!(target: "steadfast", at = %at, from = %from, to = %to, "failover");
+            warn!(name: "steadfast.failover", target: "steadfast", at = %at, from = %from, to = %to, "steadfast.failover");
         }
         CallEvent::Succeeded { at, attempts } => {
             debug!(target: "steadfast", at = %at, attempts, "call succeeded");
         }
         CallEvent::GaveUp { at, reason } => {
-            warn!(target: "steadfast", at = %at, reason = %reason, "call gave up");
+            if *reason == GiveUpReason::BudgetExhausted {
+                warn!(name: "steadfast.budget.denied", target: "steadfast", at = %at, "steadfast.budget.denied");
+            }
+            warn!(
+                name: "steadfast.give_up",
+                target: "steadfast",
+                at = %at,
+                reason = reason.name(),
+                "steadfast.give_up"
+            );
         }
         other => debug!(target: "steadfast", event = ?other, "call event"),
     }
@@ -333,17 +349,24 @@ fn trace_call(ev: &CallEvent) {
 #[cfg(not(feature = "tracing"))]
 fn trace_call(_: &CallEvent) {}
 
+/// A wait in whole milliseconds, as the events carry it.
+#[cfg(feature = "tracing")]
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 #[cfg(feature = "tracing")]
 fn trace_engine(ev: &EngineEvent) {
     use tracing::{debug, info, warn};
     match ev {
         EngineEvent::Breaker { endpoint, event } => warn!(
+            name: "steadfast.breaker.transition",
             target: "steadfast",
             at = %event.at,
             endpoint = %endpoint,
             from = ?event.from,
             to = ?event.to,
-            "breaker transition"
+            "steadfast.breaker.transition"
         ),
         EngineEvent::BreakerModeChanged {
             at,
@@ -365,12 +388,23 @@ fn trace_engine(ev: &EngineEvent) {
             from = ?from,
             "breaker reset"
         ),
-        EngineEvent::Key(PoolEvent::KeyCooled { at, target, until }) => {
-            info!(target: "steadfast", at = %at, key = %target, until = %until, "key cooling down");
-        }
-        EngineEvent::Key(PoolEvent::KeyDisabled { at, target, reason }) => {
-            warn!(target: "steadfast", at = %at, key = %target, reason = ?reason, "key disabled");
-        }
+        EngineEvent::Key(PoolEvent::KeyCooled { at, target, until }) => info!(
+            name: "steadfast.key.cooldown",
+            target: "steadfast",
+            at = %at,
+            key = %target,
+            until = %until,
+            wait_ms = millis(until.saturating_duration_since(*at)),
+            "steadfast.key.cooldown"
+        ),
+        EngineEvent::Key(PoolEvent::KeyDisabled { at, target, reason }) => warn!(
+            name: "steadfast.key.disabled",
+            target: "steadfast",
+            at = %at,
+            key = %target,
+            reason = ?reason,
+            "steadfast.key.disabled"
+        ),
         EngineEvent::Key(PoolEvent::KeyEnabled { at, target }) => {
             info!(target: "steadfast", at = %at, key = %target, "key enabled");
         }

@@ -29,6 +29,7 @@ use crate::provider::{IDEMPOTENCY_KEY, Provider};
 use crate::reply::Reply;
 use crate::shared::Shared;
 use crate::stream::EventReader;
+use crate::telemetry::CallTrace;
 
 /// What the adapter must do next.
 // Boxing `Send` would allocate per attempt; a `Step` is consumed at once.
@@ -124,6 +125,7 @@ pub struct Session<'c, E> {
     success: Option<Value>,
     finish: Option<Finish>,
     chain: Chain<E>,
+    pub(crate) trace: CallTrace,
 }
 
 impl<E> std::fmt::Debug for Session<'_, E> {
@@ -230,6 +232,7 @@ impl<'c, E> Session<'c, E> {
             success: None,
             finish: None,
             chain: Chain::new(),
+            trace: CallTrace::start(shared, request, stream, now),
         };
         if let Some(shape) = shape.filter(|&p| shared.translates(only, p)) {
             let other = match shape {
@@ -370,6 +373,7 @@ impl<'c, E> Session<'c, E> {
         let e = usize::from(attempt.target.endpoint.0);
         let k = usize::from(attempt.target.key.0);
         self.in_flight = Some(attempt);
+        self.trace.on_attempt(shared, &attempt);
         self.last.target = Some(attempt.target);
         let (url, mut headers, model) = match shared.endpoints.get(e) {
             Some(slot) => (
@@ -419,6 +423,7 @@ impl<'c, E> Session<'c, E> {
         let Some(attempt) = self.in_flight.take() else {
             return false;
         };
+        self.trace.on_outcome(&outcome, self.success.as_ref());
         // A late report (the call already timed the attempt out) is dropped: the
         // core has counted it as a timeout.
         self.call.on_outcome(now, attempt.id, outcome).is_ok()
@@ -558,6 +563,12 @@ impl<'c, E> Session<'c, E> {
     /// The result of a finished non-stream call: its reply, or a fallback's (marked
     /// degraded), or the primary call's error when no fallback answered.
     pub fn into_reply(mut self) -> Result<Reply, CallError<E>> {
+        let r = self.reply();
+        self.trace.on_reply(self.shared, self.latest, &r);
+        r
+    }
+
+    fn reply(&mut self) -> Result<Reply, CallError<E>> {
         let finish = self.finished();
         if let Some(e) = self.refused.take() {
             return Err(CallError::refused(e));
@@ -576,6 +587,12 @@ impl<'c, E> Session<'c, E> {
 
     /// The result of a finished stream call: where it started.
     pub fn into_stream(mut self) -> Result<Started, CallError<E>> {
+        let r = self.started();
+        self.trace.on_stream(self.shared, self.latest, &r);
+        r
+    }
+
+    fn started(&mut self) -> Result<Started, CallError<E>> {
         let finish = self.finished();
         if let Some(e) = self.refused.take() {
             return Err(CallError::refused(e));

@@ -20,6 +20,7 @@ use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::options::RetryOverrides;
 use crate::provider::{Provider, ProviderExt};
 use crate::reply::{Reply, ServedBy};
+use crate::telemetry::{Telemetry, TelemetryConfig};
 
 /// How to build a client: the policy, the endpoints, the fallbacks, the seed and the
 /// body limit. Each adapter's builder wraps one.
@@ -50,6 +51,8 @@ pub struct Setup {
     /// [`steadfast_core::shared`]): the session then yields [`crate::Step::Lease`].
     /// Only adapters with a store set it.
     pub shared_limits: bool,
+    /// Spans and metrics (see [`crate::telemetry`]).
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for Setup {
@@ -63,6 +66,7 @@ impl Default for Setup {
             retry: RetryOverrides::default(),
             canonical: None,
             shared_limits: false,
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -117,6 +121,7 @@ pub struct Shared {
     pub(crate) shares: bool,
     store: Option<Mutex<MemoryStore<Value>>>,
     fallbacks: Vec<FallbackSlot>,
+    pub(crate) telemetry: Telemetry,
 }
 
 impl std::fmt::Debug for Shared {
@@ -178,7 +183,9 @@ impl Shared {
             .then(|| MemoryStore::new(&policy.idempotency))
             .transpose()?
             .map(Mutex::new);
+        let telemetry = Telemetry::new(&setup.telemetry, &endpoints);
         Ok(Shared {
+            telemetry,
             engine: Mutex::new(engine),
             estimate_tokens: estimates_tokens(&policy, &endpoints),
             endpoints,

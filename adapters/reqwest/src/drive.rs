@@ -77,14 +77,18 @@ pub(crate) async fn chat(
     body: &Value,
 ) -> Result<Reply, CallError> {
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
-    loop {
-        match s.poll(c.clock.timestamp()) {
-            Step::Send(out) => exchange(c, &mut s, out).await,
-            Step::Sleep(until) => c.clock.sleep_until(until).await,
-            Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
-            Step::Done => return s.into_reply(),
+    let span = s.call_span();
+    span.instrument(async move {
+        loop {
+            match s.poll(c.clock.timestamp()) {
+                Step::Send(out) => s.attempt_span().instrument(exchange(c, &mut s, out)).await,
+                Step::Sleep(until) => c.clock.sleep_until(until).await,
+                Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
+                Step::Done => return s.into_reply(),
+            }
         }
-    }
+    })
+    .await
 }
 
 /// Sends; `None` when the attempt failed before a response (and was reported).
@@ -151,17 +155,21 @@ pub(crate) async fn stream(
     body: &Value,
 ) -> Result<EventStream, CallError> {
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
-    let mut opened = None;
-    loop {
-        match s.poll(c.clock.timestamp()) {
-            Step::Send(out) => opened = open(c, &mut s, out).await,
-            Step::Sleep(until) => c.clock.sleep_until(until).await,
-            Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
-            Step::Done => break,
+    let span = s.call_span();
+    span.instrument(async move {
+        let mut opened = None;
+        loop {
+            match s.poll(c.clock.timestamp()) {
+                Step::Send(out) => opened = s.attempt_span().instrument(open(c, &mut s, out)).await,
+                Step::Sleep(until) => c.clock.sleep_until(until).await,
+                Step::Lease(ask) => crate::lease::ask(c, &mut s, ask).await,
+                Step::Done => break,
+            }
         }
-    }
-    s.into_stream()?;
-    Ok(EventStream::new(opened))
+        s.into_stream()?;
+        Ok(EventStream::new(opened))
+    })
+    .await
 }
 
 /// One stream attempt, until its first event (within the first-event timeout).

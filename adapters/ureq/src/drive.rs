@@ -95,7 +95,9 @@ fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>,
 /// A call, with its fallbacks (the session runs them).
 pub(crate) fn chat(c: &Inner, options: &CallOptions, body: &Value) -> Result<Reply, CallError> {
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
+    let _call = s.call_span().entered();
     while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+        let _attempt = s.attempt_span().entered();
         exchange(c, &mut s, out);
     }
     s.into_reply()
@@ -175,8 +177,10 @@ pub(crate) fn stream(
     body: &Value,
 ) -> Result<EventIter, CallError> {
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
+    let _call = s.call_span().entered();
     let mut opened = None;
     while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+        let _attempt = s.attempt_span().entered();
         opened = open(c, &mut s, out);
     }
     s.into_stream()?;

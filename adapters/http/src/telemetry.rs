@@ -1,0 +1,299 @@
+//! What a client shows of its calls in the caller's observability stack, after the
+//! OpenTelemetry GenAI semantic conventions.
+//!
+//! - With the `tracing` feature: a span per call and one per attempt (a child of the
+//!   call's), both `chat` with `otel.name = "chat {gen_ai.request.model}"`, carrying
+//!   `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
+//!   `gen_ai.response.model`, `gen_ai.usage.input_tokens`/`output_tokens`,
+//!   `server.address`/`server.port`, `http.response.status_code`, `error.type` on
+//!   failure and, on the n-th attempt (n ≥ 2), `http.request.resend_count = n − 1`.
+//!   The resilience decisions the conventions lack are `tracing` events inside the call's
+//!   span: `steadfast.breaker.transition`, `steadfast.key.cooldown`,
+//!   `steadfast.key.disabled`, `steadfast.budget.denied`, `steadfast.retry.scheduled`
+//!   (with the wait) and `steadfast.give_up` (with the reason).
+//! - With the `otel` feature and a [`Meter`](opentelemetry::metrics::Meter) given to the
+//!   builder: the `gen_ai.client.operation.duration`, `gen_ai.client.token.usage` and
+//!   (streams) `gen_ai.client.operation.time_to_first_chunk` histograms.
+//!
+//! No key, header or error message reaches an attribute or a field. The prompt does only
+//! when the client is built with `record_prompts(true)` (`gen_ai.input.messages`,
+//! `gen_ai.system_instructions`); completions never do.
+//!
+//! Durations are counted on the session's instants (the face's clock), so a paused or
+//! virtual clock drives them too. A stream's call (its span and its duration) ends when
+//! its first event is handed over; its token usage, which comes at its end, is not
+//! recorded.
+
+// Without `tracing` and `otel` the facts are gathered for nothing to read them.
+#![cfg_attr(not(any(feature = "tracing", feature = "otel")), allow(dead_code))]
+
+mod facts;
+#[cfg(feature = "otel")]
+mod otel;
+mod span;
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde_json::Value;
+use steadfast_core::outcome::Outcome;
+use steadfast_core::retry::Attempt;
+use steadfast_core::time::Timestamp;
+
+use crate::error::CallError;
+use crate::fallback::FallbackKind;
+use crate::reply::Reply;
+use crate::session::{Session, Started};
+use crate::shared::{EndpointSlot, Shared};
+pub(crate) use facts::ErrorType;
+use facts::{Answer, EndpointFacts};
+#[cfg(feature = "otel")]
+pub use otel::{DURATION_BUCKETS, TOKEN_BUCKETS};
+use span::{AttemptStart, Prompt, Spans};
+pub use span::{EnteredSpan, SpanHandle};
+
+/// Whether anything records what the traces gather.
+const ACTIVE: bool = cfg!(any(feature = "tracing", feature = "otel"));
+
+/// What a client records of its calls beyond its counters.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TelemetryConfig {
+    /// Whether call spans carry the prompt (`gen_ai.input.messages`,
+    /// `gen_ai.system_instructions`). Default `false`: prompts are user data.
+    pub record_prompts: bool,
+    /// The meter the `gen_ai.client.*` histograms are made on (default: none, no
+    /// metrics).
+    #[cfg(feature = "otel")]
+    pub meter: Option<opentelemetry::metrics::Meter>,
+}
+
+/// A client's telemetry: what its endpoints are called, and its instruments.
+#[derive(Debug)]
+pub(crate) struct Telemetry {
+    endpoints: Vec<EndpointFacts>,
+    record_prompts: bool,
+    #[cfg(feature = "otel")]
+    instruments: Option<otel::Instruments>,
+}
+
+impl Telemetry {
+    pub(crate) fn new(config: &TelemetryConfig, endpoints: &[EndpointSlot]) -> Telemetry {
+        let endpoints = endpoints
+            .iter()
+            .map(|e| EndpointFacts::new(e.provider, &e.url, e.model.as_deref()))
+            .collect();
+        Telemetry {
+            endpoints,
+            record_prompts: config.record_prompts,
+            #[cfg(feature = "otel")]
+            instruments: config.meter.as_ref().map(otel::Instruments::new),
+        }
+    }
+
+    fn endpoint(&self, e: usize) -> Option<&EndpointFacts> {
+        self.endpoints.get(e)
+    }
+}
+
+/// How a call ended, as its span and its metrics tell it.
+#[derive(Debug, Default)]
+pub(crate) struct End {
+    duration: Duration,
+    /// A stream's time to its first event.
+    first_chunk: Option<Duration>,
+    attempts: u32,
+    error: Option<Cow<'static, str>>,
+    reason: Option<&'static str>,
+    fallback: Option<&'static str>,
+    answer: Option<Answer>,
+}
+
+/// One session's telemetry: its spans and what its metrics need at its end.
+#[derive(Debug)]
+pub(crate) struct CallTrace {
+    start: Timestamp,
+    stream: bool,
+    /// The model the request names.
+    request_model: Option<String>,
+    /// Attempts sent by the session (a fallback endpoint's included).
+    sent: u32,
+    /// The endpoint of the latest attempt.
+    endpoint: Option<usize>,
+    /// Why the latest attempt failed.
+    error: Option<ErrorType>,
+    spans: Spans,
+    ended: bool,
+}
+
+impl CallTrace {
+    /// A call of `request` (a stream when `stream`) starting at `now`.
+    pub(crate) fn start(
+        shared: &Shared,
+        request: &Value,
+        stream: bool,
+        now: Timestamp,
+    ) -> CallTrace {
+        let request_model = ACTIVE
+            .then(|| request.get("model").and_then(Value::as_str))
+            .flatten()
+            .map(str::to_owned);
+        let prompt = shared.telemetry.record_prompts.then(|| prompt_of(request));
+        CallTrace {
+            start: now,
+            stream,
+            spans: Spans::call(request_model.as_deref(), stream, prompt),
+            request_model,
+            sent: 0,
+            endpoint: None,
+            error: None,
+            ended: false,
+        }
+    }
+
+    /// An attempt is handed to the face.
+    pub(crate) fn on_attempt(&mut self, shared: &Shared, attempt: &Attempt) {
+        if !ACTIVE {
+            return;
+        }
+        self.sent = self.sent.saturating_add(1);
+        let e = usize::from(attempt.target.endpoint.0);
+        self.endpoint = Some(e);
+        let facts = shared.telemetry.endpoint(e);
+        let start = AttemptStart {
+            facts,
+            model: model(facts, self.request_model.as_deref()),
+            n: self.sent,
+            target: attempt.target,
+            endpoint: shared.endpoint_name(attempt.target.endpoint),
+        };
+        self.spans.attempt(&start);
+    }
+
+    /// The in-flight attempt ended with `outcome`; `body` is its answer when it had one.
+    pub(crate) fn on_outcome(&mut self, outcome: &Outcome, body: Option<&Value>) {
+        if !ACTIVE {
+            return;
+        }
+        let status = match outcome {
+            Outcome::Response(r) => Some(r.status),
+            _ => None,
+        };
+        let error = ErrorType::of(outcome);
+        let answer = body.filter(|_| error.is_none()).map(Answer::of);
+        self.spans.outcome(status, error.as_ref(), answer.as_ref());
+        self.error = error;
+    }
+
+    /// The call ended at `now` with `reply` (a body, or the give-up).
+    fn on_end(&mut self, shared: &Shared, now: Timestamp, mut end: End) {
+        if !ACTIVE || std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        end.duration = now.saturating_duration_since(self.start);
+        if self.stream && end.error.is_none() {
+            end.first_chunk = Some(end.duration);
+        }
+        self.spans.end(&end);
+        #[cfg(feature = "otel")]
+        if let Some(i) = &shared.telemetry.instruments {
+            let facts = self.endpoint.and_then(|e| shared.telemetry.endpoint(e));
+            i.record(&end, facts, model(facts, self.request_model.as_deref()));
+        }
+        #[cfg(not(feature = "otel"))]
+        let _ = shared;
+    }
+
+    /// The end of a call that gave up with `e`.
+    fn failed<E>(&self, e: &CallError<E>) -> End {
+        let error = match self.error {
+            Some(t) => t.label(),
+            None => ErrorType::GaveUp(e.reason).label(),
+        };
+        End {
+            attempts: e.attempts,
+            error: Some(error),
+            reason: Some(e.reason.name()),
+            ..End::default()
+        }
+    }
+
+    /// The call's result is taken (see [`Session::into_reply`]).
+    pub(crate) fn on_reply<E>(
+        &mut self,
+        shared: &Shared,
+        now: Timestamp,
+        r: &Result<Reply, CallError<E>>,
+    ) {
+        if !ACTIVE {
+            return;
+        }
+        let end = match r {
+            Ok(reply) => End {
+                attempts: reply.attempts,
+                fallback: reply.degraded.as_ref().map(|d| fallback_name(d.via)),
+                answer: Some(Answer::of(&reply.body)),
+                ..End::default()
+            },
+            Err(e) => self.failed(e),
+        };
+        self.on_end(shared, now, end);
+    }
+
+    /// The stream's start is taken (see [`Session::into_stream`]).
+    pub(crate) fn on_stream<E>(
+        &mut self,
+        shared: &Shared,
+        now: Timestamp,
+        r: &Result<Started, CallError<E>>,
+    ) {
+        if !ACTIVE {
+            return;
+        }
+        let end = match r {
+            Ok(s) => End {
+                attempts: s.attempts,
+                ..End::default()
+            },
+            Err(e) => self.failed(e),
+        };
+        self.on_end(shared, now, end);
+    }
+}
+
+/// The model an attempt to an endpoint asks for: the one the endpoint forces, else the
+/// request's.
+fn model<'a>(facts: Option<&'a EndpointFacts>, request: Option<&'a str>) -> Option<&'a str> {
+    facts.and_then(|f| f.model.as_deref()).or(request)
+}
+
+fn fallback_name(via: FallbackKind) -> &'static str {
+    match via {
+        FallbackKind::Endpoint => "endpoint",
+        FallbackKind::Stored => "stored",
+        FallbackKind::Template => "template",
+    }
+}
+
+/// The request's messages and system prompt as JSON.
+fn prompt_of(request: &Value) -> Prompt {
+    let json = |v: &Value| serde_json::to_string(v).ok();
+    Prompt {
+        messages: request.get("messages").and_then(json),
+        system: request.get("system").and_then(json),
+    }
+}
+
+impl<E> Session<'_, E> {
+    /// The call's span: a face runs its driver loop in it (`call_span().instrument(..)`
+    /// around an async loop, `call_span().entered()` for a blocking one).
+    pub fn call_span(&self) -> SpanHandle {
+        self.trace.spans.call_span()
+    }
+
+    /// The span of the attempt just handed out by [`Session::poll`]: a face runs the
+    /// attempt's exchange in it.
+    pub fn attempt_span(&self) -> SpanHandle {
+        self.trace.spans.attempt_span()
+    }
+}
