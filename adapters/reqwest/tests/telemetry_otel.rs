@@ -10,32 +10,17 @@ use opentelemetry::metrics::MeterProvider;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, HistogramDataPoint, Metric, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use serde_json::json;
-use steadfast_mock::{Fault, MockConfig, MockServer};
+use steadfast_mock::{Fault, MockServer};
+
+#[path = "support/scripted.rs"]
+mod scripted;
+use scripted::mock;
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
 const SEED: u64 = 0x07e1;
 const DURATION_BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
-
-fn status(status: u16) -> Fault {
-    Fault::Status {
-        status,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    }
-}
-
-fn mock(script: Vec<Fault>) -> MockServer {
-    eprintln!("seed {SEED:#x}");
-    let config = MockConfig::builtin("ok")
-        .expect("built-in")
-        .with_seed(SEED)
-        .with_script(script);
-    MockServer::start(config).expect("the mock starts")
-}
 
 fn client(server: &MockServer, meter: opentelemetry::metrics::Meter, retries: u32) -> Client {
     let mut policy = Policy::default().without_jitter();
@@ -88,7 +73,7 @@ async fn histograms_after_the_genai_conventions() {
     let meter = provider.meter("steadfast-test");
 
     // A call that retried once (500, then 200).
-    let retried = mock(vec![status(500)]);
+    let retried = mock(SEED, vec![Fault::status(500)]);
     let reply = client(&retried, meter.clone(), 2)
         .chat(ask())
         .await
@@ -97,14 +82,14 @@ async fn histograms_after_the_genai_conventions() {
     let usage = reply.usage().expect("the mock reports usage");
     let response_model = reply.body["model"].as_str().expect("a model").to_owned();
     // A call that gave up (500 twice, one retry allowed).
-    let failing = mock(vec![status(500), status(500)]);
+    let failing = mock(SEED, vec![Fault::status(500), Fault::status(500)]);
     let e = client(&failing, meter.clone(), 1)
         .chat(ask())
         .await
         .expect_err("gives up");
     assert_eq!(e.status, Some(500));
     // A stream.
-    let streaming = mock(Vec::new());
+    let streaming = mock(SEED, Vec::new());
     let events = client(&streaming, meter, 0)
         .stream(ask())
         .await

@@ -8,7 +8,11 @@
 use std::time::Duration;
 
 use serde_json::json;
-use steadfast_mock::{Fault, MockConfig, MockServer};
+use steadfast_mock::{Fault, MockServer};
+
+#[path = "support/scripted.rs"]
+mod scripted;
+use scripted::mock;
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
 #[path = "support/layer.rs"]
@@ -19,26 +23,6 @@ use layer::{Rec, Recorded};
 const KEY: &str = "sk-telemetry-secret-4c1d";
 const PROMPT: &str = "the zebra prompt 7731";
 const SEED: u64 = 0x7e1e;
-
-fn status(status: u16) -> Fault {
-    Fault::Status {
-        status,
-        retry_after: None,
-        retry_after_ms: None,
-        body: None,
-        headers: Vec::new(),
-    }
-}
-
-/// The mock, answering `script` first and then as the `ok` scenario does.
-fn mock(script: Vec<Fault>) -> MockServer {
-    eprintln!("seed {SEED:#x}");
-    let config = MockConfig::builtin("ok")
-        .expect("built-in")
-        .with_seed(SEED)
-        .with_script(script);
-    MockServer::start(config).expect("the mock starts")
-}
 
 fn client(server: &MockServer, prompts: bool) -> Client {
     let mut policy = Policy::default().without_jitter();
@@ -78,9 +62,9 @@ fn recorded<F: Future<Output = ()>>(f: impl FnOnce() -> F) -> Recorded {
 
 #[test]
 fn spans_and_events_follow_the_conventions_and_hold_no_secret() {
-    let server = mock(vec![status(500)]);
+    let server = mock(SEED, vec![Fault::status(500)]);
     let port = server.addr().port().to_string();
-    let failing = mock(vec![status(401)]);
+    let failing = mock(SEED, vec![Fault::status(401)]);
     let rec = recorded(|| async {
         let reply = client(&server, false)
             .chat(ask())
@@ -184,7 +168,7 @@ fn spans_and_events_follow_the_conventions_and_hold_no_secret() {
 
 #[test]
 fn the_prompt_is_recorded_only_when_opted_in() {
-    let server = mock(Vec::new());
+    let server = mock(SEED, Vec::new());
     let rec = recorded(|| async {
         client(&server, true).chat(ask()).await.expect("a success");
     });

@@ -202,9 +202,7 @@ pub fn run_replicas(
     seed: u64,
     replicas: &Replicas,
 ) -> Result<crate::Run, SimError> {
-    scenario.validate().map_err(SimError::Scenario)?;
-    replicas.validate(policy).map_err(SimError::Replicas)?;
-    crate::driver::Driver::with_replicas(scenario, policy, seed, false, true, replicas)?.run()
+    run_on(scenario, policy, seed, replicas, false)
 }
 
 /// Runs like [`run_replicas`], checking the core's invariants in every replica at
@@ -215,9 +213,20 @@ pub fn run_replicas_checked(
     seed: u64,
     replicas: &Replicas,
 ) -> Result<crate::Run, SimError> {
+    run_on(scenario, policy, seed, replicas, true)
+}
+
+/// [`run_replicas`], checking the invariants when `checked`.
+fn run_on(
+    scenario: &Scenario,
+    policy: &Policy,
+    seed: u64,
+    replicas: &Replicas,
+    checked: bool,
+) -> Result<crate::Run, SimError> {
     scenario.validate().map_err(SimError::Scenario)?;
     replicas.validate(policy).map_err(SimError::Replicas)?;
-    crate::driver::Driver::with_replicas(scenario, policy, seed, true, true, replicas)?.run()
+    crate::driver::Driver::with_replicas(scenario, policy, seed, checked, true, replicas)?.run()
 }
 
 /// What a run's replicas were and what their shared limits did.
