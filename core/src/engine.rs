@@ -39,6 +39,7 @@ use crate::pool::{EndpointConfig, Pool, PoolConfig, PoolEvent};
 use crate::retry::{Call, Report, RetryConfig};
 use crate::ring::Ring;
 use crate::rng::{self, CoreRng, Seed};
+use crate::shared::keys::KeySync;
 use crate::shared::{SharedEvent, SharedQuota};
 use crate::time::{Monotonic, Timestamp};
 
@@ -69,6 +70,9 @@ pub struct EndpointSpec {
     /// (see [`crate::shared`]): admissions then spend leased requests as well as
     /// passing the local limiter.
     pub shared: bool,
+    /// Whether its keys' cooldowns and disables are shared with other processes
+    /// through a store (see [`crate::shared::keys`]).
+    pub share_keys: bool,
 }
 
 impl EndpointSpec {
@@ -79,6 +83,7 @@ impl EndpointSpec {
             limiter: None,
             standby: false,
             shared: false,
+            share_keys: false,
         }
     }
 
@@ -168,6 +173,8 @@ pub struct Engine {
     stale_reports: u64,
     /// Sweeps that reclaimed overdue grants.
     reclaims: u64,
+    /// Key states shared with other processes, when some endpoint shares them.
+    keys: Option<KeySync>,
 }
 
 impl core::fmt::Debug for Engine {
@@ -201,6 +208,7 @@ impl Engine {
                 follow_server: limits.follow_server,
                 standby: spec.standby,
                 shared: spec.shared.then(|| SharedQuota::new(&policy.shared)),
+                share_keys: spec.share_keys,
                 failing_since: None,
             });
         }
@@ -213,6 +221,7 @@ impl Engine {
             clock: Monotonic::default(),
             events: Ring::new(),
             ledger: Ledger::new(engine_id(&seed)),
+            keys: endpoints.iter().any(|e| e.share_keys).then(KeySync::new),
             stale_reports: 0,
             reclaims: 0,
         })
@@ -366,7 +375,22 @@ impl Engine {
             }
         }
         while let Some(e) = self.pool.poll_event() {
+            self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));
+        }
+    }
+
+    /// Hands a key event to the shared key states, when its endpoint shares them.
+    fn note_key_event(&mut self, e: &PoolEvent) {
+        let Some(sync) = self.keys.as_mut() else {
+            return;
+        };
+        let shares = self
+            .endpoints
+            .get(usize::from(e.target().endpoint.0))
+            .is_some_and(|s| s.share_keys);
+        if shares {
+            sync.on_pool_event(e);
         }
     }
 
@@ -393,6 +417,7 @@ impl Engine {
             }
         }
         while let Some(e) = self.pool.poll_event() {
+            self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));
         }
     }

@@ -30,6 +30,8 @@
 
 use core::time::Duration;
 
+pub mod keys;
+
 use crate::config::nonzero;
 use crate::error::ConfigError;
 use crate::ids::EndpointId;
@@ -38,7 +40,7 @@ use crate::time::Timestamp;
 /// How a shared limit is asked for and what happens when its store fails.
 ///
 /// Defaults: `fail: open`, `lease: 8`, `recheck: 1ms`, `ask_timeout: 250ms`,
-/// `fallback_for: 1s`.
+/// `fallback_for: 1s`, `key_sync: 250ms`, `disable_for: 1h`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -59,6 +61,13 @@ pub struct SharedConfig {
     /// asks the store again.
     #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub fallback_for: Duration,
+    /// How often a driver reads the store's key states back (see [`keys`]).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub key_sync: Duration,
+    /// How long a key disabled here stays disabled in the store (an operator's enable
+    /// lifts it sooner).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub disable_for: Duration,
 }
 
 impl Default for SharedConfig {
@@ -69,6 +78,8 @@ impl Default for SharedConfig {
             recheck: Duration::from_millis(1),
             ask_timeout: Duration::from_millis(250),
             fallback_for: Duration::from_secs(1),
+            key_sync: Duration::from_millis(250),
+            disable_for: Duration::from_secs(60 * 60),
         }
     }
 }
@@ -79,7 +90,9 @@ impl SharedConfig {
         nonzero(self.lease == 0, "shared.lease")?;
         nonzero(self.recheck.is_zero(), "shared.recheck")?;
         nonzero(self.ask_timeout.is_zero(), "shared.ask_timeout")?;
-        nonzero(self.fallback_for.is_zero(), "shared.fallback_for")
+        nonzero(self.fallback_for.is_zero(), "shared.fallback_for")?;
+        nonzero(self.key_sync.is_zero(), "shared.key_sync")?;
+        nonzero(self.disable_for.is_zero(), "shared.disable_for")
     }
 }
 

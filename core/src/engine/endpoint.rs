@@ -25,6 +25,8 @@ pub(super) struct EndpointState {
     pub standby: bool,
     /// The shared request limit, when the endpoint has one.
     pub shared: Option<SharedQuota>,
+    /// Whether its keys' states are shared with other processes.
+    pub share_keys: bool,
     /// The first endpoint-scope failure since the last success, if the endpoint has
     /// failed since: how long it has been unavailable, for [`Query::max_hold`].
     pub failing_since: Option<Timestamp>,

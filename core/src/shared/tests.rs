@@ -427,3 +427,117 @@ proptest! {
         prop_assert!(busiest(&bucket.granted, ms(1000)) <= 60 + 20, "seed {}", seed);
     }
 }
+
+mod key_states {
+    use super::*;
+    use crate::ids::Target;
+    use crate::pool::{DisableReason, KeyState};
+    use crate::shared::keys::{KeyPublish, SharedKeyState};
+
+    fn sharing_engine(seed: u8) -> Engine {
+        let mut spec = EndpointSpec::new(0, 2);
+        spec.share_keys = true;
+        Engine::new(Policy::default().without_jitter(), &[spec], [seed; 32]).expect("engine")
+    }
+
+    /// Sends one attempt of a new call and answers it with `status`.
+    fn answer(engine: &mut Engine, now: Timestamp, status: u16) -> Target {
+        let mut call = engine.start_call(now, None);
+        let Decision::Send(a) = call.poll_decision(now, engine) else {
+            panic!("a first attempt goes at once");
+        };
+        call.on_outcome(now + ms(5), a.id, Outcome::Response(Response::new(status)))
+            .expect("in flight");
+        let _ = call.poll_decision(now + ms(5), engine);
+        a.target
+    }
+
+    #[test]
+    fn a_key_revoked_here_is_disabled_everywhere_and_never_echoed() {
+        let mut a = sharing_engine(1);
+        let mut b = sharing_engine(2);
+        let revoked = answer(&mut a, at(0), 401);
+        assert_eq!(
+            a.poll_key_publish(),
+            Some(KeyPublish::Disable {
+                target: revoked,
+                reason: DisableReason::Unauthorized,
+            })
+        );
+        assert_eq!(a.poll_key_publish(), None);
+        // The store's view, read back by the other engine.
+        let mut states = [SharedKeyState::default(); 2];
+        states[usize::from(revoked.key.0)].disabled = true;
+        b.handle_shared_keys(at(10), revoked.endpoint, &states);
+        assert_eq!(
+            b.pool().key_state(at(10), revoked),
+            Some(KeyState::Disabled {
+                reason: DisableReason::Shared
+            })
+        );
+        assert_eq!(
+            b.poll_key_publish(),
+            None,
+            "what came from the store goes not back"
+        );
+        // Every call of the other engine now goes to the good key.
+        for i in 0..4 {
+            let used = answer(&mut b, at(20 + i), 200);
+            assert_ne!(used, revoked);
+        }
+        // The disable is lifted in the store: enabled again here, and still not echoed.
+        b.handle_shared_keys(at(100), revoked.endpoint, &[SharedKeyState::default(); 2]);
+        assert_eq!(b.pool().key_state(at(100), revoked), Some(KeyState::Usable));
+        assert_eq!(b.poll_key_publish(), None);
+    }
+
+    #[test]
+    fn a_cooldown_reaches_the_others_until_the_same_instant() {
+        let mut a = sharing_engine(3);
+        let mut b = sharing_engine(4);
+        let target = Target::new(0, 1);
+        let mut states = [SharedKeyState::default(); 2];
+        states[1].cooling_for = Some(ms(750));
+        b.handle_shared_keys(at(250), E0, &states);
+        assert_eq!(
+            b.pool().key_state(at(250), target),
+            Some(KeyState::Cooling { until: at(1000) })
+        );
+        assert_eq!(b.poll_key_publish(), None);
+        // A 429 with Retry-After here goes out as a cooldown of its length.
+        let mut call = a.start_call(at(0), None);
+        let Decision::Send(first) = call.poll_decision(at(0), &mut a) else {
+            panic!("sent at once");
+        };
+        let hints = crate::hints::Hints {
+            retry_after: Some(ms(2000)),
+            ..crate::hints::Hints::default()
+        };
+        let throttled = Response::new(429).with_hints(hints);
+        call.on_outcome(at(10), first.id, Outcome::Response(throttled))
+            .expect("in flight");
+        let _ = call.poll_decision(at(10), &mut a);
+        match a.poll_key_publish() {
+            Some(KeyPublish::Cool { target, for_ }) => {
+                assert_eq!(target, first.target);
+                assert!(for_ >= ms(2000), "at least the server's hint: {for_:?}");
+            }
+            other => panic!("a cooldown to publish: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_does_not_share_its_keys_ignores_the_store() {
+        let mut engine =
+            Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], [5; 32]).expect("engine");
+        let revoked = answer(&mut engine, at(0), 401);
+        assert_eq!(engine.poll_key_publish(), None);
+        let states = [SharedKeyState {
+            cooling_for: Some(ms(100)),
+            disabled: false,
+        }];
+        let before = engine.pool().key_state(at(1), revoked);
+        engine.handle_shared_keys(at(1), revoked.endpoint, &states);
+        assert_eq!(engine.pool().key_state(at(1), revoked), before);
+    }
+}
