@@ -73,6 +73,9 @@ pub struct EndpointSpec {
     /// Whether its keys' cooldowns and disables are shared with other processes
     /// through a store (see [`crate::shared::keys`]).
     pub share_keys: bool,
+    /// With [`EndpointSpec::shared`]: whether its token limit is shared as well
+    /// (leased from a shared token bucket and settled with the actual usage).
+    pub shared_tokens: bool,
 }
 
 impl EndpointSpec {
@@ -84,6 +87,7 @@ impl EndpointSpec {
             standby: false,
             shared: false,
             share_keys: false,
+            shared_tokens: false,
         }
     }
 
@@ -207,7 +211,10 @@ impl Engine {
                 servers: alloc::vec![ServerLimits::default(); usize::from(spec.pool.keys)],
                 follow_server: limits.follow_server,
                 standby: spec.standby,
-                shared: spec.shared.then(|| SharedQuota::new(&policy.shared)),
+                shared: spec.shared.then(|| {
+                    let token_burst = spec.shared_tokens.then(|| limits.token_burst()).flatten();
+                    SharedQuota::new(&policy.shared, token_burst)
+                }),
                 share_keys: spec.share_keys,
                 failing_since: None,
             });

@@ -11,6 +11,7 @@ use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
+use steadfast_core::shared::TokenSettle;
 use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
 use steadfast_core::time::Timestamp;
 
@@ -168,6 +169,7 @@ impl Shared {
         if setup.shared_limits {
             for (spec, def) in specs.iter_mut().zip(&defs) {
                 spec.shared = endpoint::request_limit(def, &policy).is_some();
+                spec.shared_tokens = spec.shared && endpoint::token_limit(def, &policy).is_some();
                 spec.share_keys = true;
             }
         }
@@ -237,6 +239,19 @@ impl Shared {
         let slot = self.endpoints.get(usize::from(endpoint.0))?;
         let limit = endpoint::request_limit(&slot.def, &self.policy)?;
         Some((slot.name.as_str(), limit))
+    }
+
+    /// `endpoint`'s token limit when it is shared: tokens per minute and the bucket's
+    /// burst (counted under [`Shared::shared_limit`]'s name).
+    pub fn shared_token_limit(&self, endpoint: EndpointId) -> Option<(u64, u64)> {
+        self.shared_limit(endpoint)?;
+        let slot = self.endpoints.get(usize::from(endpoint.0))?;
+        endpoint::token_limit(&slot.def, &self.policy)
+    }
+
+    /// The token leases to settle with the store, oldest first.
+    pub fn take_token_settles(&self) -> Vec<TokenSettle> {
+        self.with_engine(|e| core::iter::from_fn(|| e.poll_token_settle()).collect())
     }
 
     /// The store's id of `endpoint`'s key `key`: `<endpoint name>.k<index>`, the same

@@ -42,6 +42,8 @@
 mod drive;
 mod errors;
 mod lease;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod stream;
 
 use std::sync::Arc;
@@ -153,14 +155,14 @@ impl ClientBuilder {
         let urls = drive::parsed_urls(&shared);
         let inner = Arc::new(Inner {
             #[cfg(feature = "redis")]
-            store: lease::Store::new(self.store, &shared),
+            store: redis_store::Store::new(self.store, &shared),
             http,
             shared,
             clock,
             urls,
         });
         #[cfg(feature = "redis")]
-        lease::spawn_key_sync(&inner);
+        redis_store::spawn_sync(&inner);
         Ok(Client { inner })
     }
 }
@@ -175,7 +177,7 @@ struct Inner {
     urls: Vec<Option<reqwest::Url>>,
     /// The store shared limits are leased from.
     #[cfg(feature = "redis")]
-    store: lease::Store,
+    store: redis_store::Store,
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).

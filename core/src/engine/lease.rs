@@ -4,7 +4,7 @@
 use crate::ids::{EndpointId, Target};
 use crate::pool::{DisableReason, KeyState};
 use crate::shared::keys::{KeyPublish, SharedKeyState};
-use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters};
+use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, TokenSettle};
 use crate::time::Timestamp;
 
 use super::{Engine, EngineEvent};
@@ -45,6 +45,14 @@ impl Engine {
         if let Some(ev) = q.handle_answer(now, ask.endpoint, ask.ticket, answer) {
             self.events.push(EngineEvent::Shared(ev));
         }
+    }
+
+    /// The next token lease to settle with the store (see [`TokenSettle`]).
+    pub fn poll_token_settle(&mut self) -> Option<TokenSettle> {
+        self.endpoints.iter_mut().enumerate().find_map(|(i, s)| {
+            let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            s.shared.as_mut().and_then(|q| q.poll_settle(endpoint))
+        })
     }
 
     /// The counters of `endpoint`'s shared limit, if it has one.

@@ -131,7 +131,10 @@ impl KeySync {
                 target,
                 for_: until.saturating_duration_since(at),
             },
-            PoolEvent::KeyDisabled { reason, .. } if reason == DisableReason::Shared => return,
+            PoolEvent::KeyDisabled {
+                reason: DisableReason::Shared,
+                ..
+            } => return,
             PoolEvent::KeyDisabled { target, reason, .. } => KeyPublish::Disable { target, reason },
             PoolEvent::KeyEnabled { target, .. } => KeyPublish::Enable { target },
         };
