@@ -1,5 +1,6 @@
-//! A request limit shared by every process behind one key, as a protocol the core
-//! speaks with a store it never touches.
+//! Request and token limits shared by every process behind one key, as a protocol
+//! the core speaks with a store it never touches (key cooldowns and disables are
+//! shared by [`keys`]).
 //!
 //! An endpoint whose limit is shared spends requests from a **lease**: a small slice
 //! of the shared budget a store (Redis, or the simulator's model of one) granted this
@@ -27,6 +28,16 @@
 //! and never after it expires: the store counted its requests in the window it
 //! granted them, so a request spent later would land in a window that did not count
 //! it.
+//!
+//! # Tokens
+//!
+//! An endpoint whose token limit is shared as well ([`SharedQuota::new`] with the
+//! bucket's burst) holds a second lease, of tokens ([`LeaseKind::Tokens`]): a call
+//! spends its estimate from it, the attempt's actual usage corrects what was spent
+//! ([`SharedQuota::on_usage`]), and when the lease ends (expired, or replaced by a new
+//! one) a [`TokenSettle`] tells the driver what to give back to the store or charge
+//! on top. A token lease asks for a quarter of the bucket (at least the call's
+//! estimate); after an empty answer, for just the estimate.
 
 use core::time::Duration;
 
