@@ -41,6 +41,7 @@
 
 use core::time::Duration;
 
+#[cfg(feature = "alloc")]
 pub mod keys;
 
 use crate::config::nonzero;
