@@ -118,6 +118,47 @@ pub fn store(entry: &SharedEntry, policy: &SharedConfig) -> Result<RedisStore, S
     })
 }
 
+/// A name for this process no other has: `kind`, its process id and the instant it
+/// started.
+pub fn owner(kind: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{kind}-{}-{nanos}", std::process::id())
+}
+
+/// The ledger's name for `id`: its idempotency key (stable on every machine,
+/// printable, never the id's own text).
+pub fn ledger_name(id: &[u8]) -> String {
+    let mut buf = [0u8; 36];
+    steadfast_core::idempotency::IdempotencyKey::from_business_id(id)
+        .as_str(&mut buf)
+        .to_owned()
+}
+
+/// Waits for `owner`'s turn on the ledger entry `name`: `None` once it holds the
+/// claim, or what another process stored when it finished. While Redis cannot be
+/// reached, `open` takes the turn and `closed` waits; a held entry is asked again
+/// every `claim_for / 8`.
+pub async fn claim_turn(
+    store: &RedisStore,
+    name: &str,
+    owner: &str,
+    claim_for: Duration,
+    fail: FailMode,
+) -> Option<Vec<u8>> {
+    loop {
+        match store.claim(name, owner, claim_for).await {
+            Ok(steadfast_redis::Claim::Won) => return None,
+            Ok(steadfast_redis::Claim::Done(stored)) => return Some(stored),
+            Ok(steadfast_redis::Claim::HeldBy { .. }) => {}
+            Err(_) if fail == FailMode::Open => return None,
+            Err(_) => {}
+        }
+        tokio::time::sleep(claim_for / 8).await;
+    }
+}
+
 mod opt_duration {
     use serde::{Deserialize, Deserializer};
     use std::time::Duration;

@@ -13,20 +13,13 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::shared::FailMode;
-use steadfast_redis::{Claim, RedisStore};
+use steadfast_redis::RedisStore;
+
+use crate::shared::{claim_turn, ledger_name};
 
 /// How long a stored success is kept for other workers.
 const KEEP_DONE: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// A name for this worker no other has: its process id and the instant it started.
-pub fn owner() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("batch-{}-{nanos}", std::process::id())
-}
 
 /// A worker's view of the ledger.
 #[derive(Debug, Clone)]
@@ -57,37 +50,21 @@ impl Ledger {
         }
     }
 
-    /// The ledger's name for a line's id (its idempotency key: stable, printable).
-    fn key(id: &str) -> String {
-        let mut buf = [0u8; 36];
-        IdempotencyKey::from_business_id(id.as_bytes())
-            .as_str(&mut buf)
-            .to_owned()
-    }
-
-    /// Waits for this worker's turn on `id`: its claim, or another worker's answer.
+    /// Waits for this worker's turn on `id`: its claim, or another worker's answer
+    /// (an entry this program did not store runs the line).
     pub async fn turn(&self, id: &str) -> Turn {
-        let key = Ledger::key(id);
-        loop {
-            match self.store.claim(&key, &self.owner, self.claim_for).await {
-                Ok(Claim::Won) => return Turn::Run,
-                Ok(Claim::Done(stored)) => match serde_json::from_slice(&stored) {
-                    Ok(answer) => return Turn::Done(answer),
-                    // Not an answer this program stored: run the line.
-                    Err(_) => return Turn::Run,
-                },
-                Ok(Claim::HeldBy { .. }) => {}
-                Err(_) if self.fail == FailMode::Open => return Turn::Run,
-                Err(_) => {}
-            }
-            tokio::time::sleep(self.claim_for / 4).await;
+        let name = ledger_name(id.as_bytes());
+        let stored = claim_turn(&self.store, &name, &self.owner, self.claim_for, self.fail).await;
+        match stored.and_then(|bytes| serde_json::from_slice(&bytes).ok()) {
+            Some(answer) => Turn::Done(answer),
+            None => Turn::Run,
         }
     }
 
     /// Keeps this worker's claim on `id` alive until the future is dropped (it never
     /// ends by itself).
     pub async fn hold(&self, id: &str) -> Infallible {
-        let key = Ledger::key(id);
+        let key = ledger_name(id.as_bytes());
         loop {
             tokio::time::sleep(self.claim_for / 3).await;
             let _ = self.store.claim(&key, &self.owner, self.claim_for).await;
@@ -97,7 +74,7 @@ impl Ledger {
     /// Records the line's end: a success is stored for the other workers, a failure
     /// gives the claim up.
     pub async fn finish(&self, id: &str, answer: Option<&Value>) {
-        let key = Ledger::key(id);
+        let key = ledger_name(id.as_bytes());
         let stored = answer.and_then(|a| serde_json::to_vec(a).ok());
         let _ = match stored {
             Some(bytes) => self

@@ -41,7 +41,7 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         let store = crate::shared::store(entry, &opts.policy.shared).map_err(RunError::Setup)?;
         if entry.ledger {
             let (claim_for, fail) = (entry.claim_for(), opts.policy.shared.fail);
-            let owner = super::ledger::owner();
+            let owner = crate::shared::owner("batch");
             ledger = Some(Arc::new(Ledger::new(store.clone(), owner, claim_for, fail)));
         }
         builder = builder.shared_store(store);

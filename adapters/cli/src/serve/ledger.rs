@@ -12,12 +12,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
-use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::shared::FailMode;
-use steadfast_redis::{Claim, RedisStore};
+use steadfast_redis::RedisStore;
 
 use super::flight::FlightKey;
 use super::reply::Answer;
+use crate::shared::{claim_turn, ledger_name};
 
 /// The content types a stored answer may have, as the gateway writes them.
 const CONTENT_TYPES: [&str; 2] = ["application/json", super::stream::EVENT_STREAM];
@@ -61,43 +61,29 @@ struct Stored {
 impl SharedFlights {
     /// The ledger on `store` for this replica; stored answers live `keep`.
     pub fn new(store: RedisStore, claim_for: Duration, keep: Duration, fail: FailMode) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
         SharedFlights {
             store,
-            owner: format!("serve-{}-{nanos}", std::process::id()),
+            owner: crate::shared::owner("serve"),
             claim_for,
             keep,
             fail,
         }
     }
 
-    /// The ledger's name for a key: the same on every replica, whatever the key holds.
+    /// The ledger's name for a key: the same on every replica, whatever it holds.
     fn name(key: &FlightKey) -> String {
         let scoped = format!("{:?}|{}|{}|{}", key.caller, key.path, key.stream, key.key);
-        let mut buf = [0u8; 36];
-        IdempotencyKey::from_business_id(scoped.as_bytes())
-            .as_str(&mut buf)
-            .to_owned()
+        ledger_name(scoped.as_bytes())
     }
 
-    /// Waits for this replica's turn on `key`: its claim, or another replica's answer.
-    /// While Redis cannot be reached, `open` serves the request, `closed` waits.
+    /// Waits for this replica's turn on `key`: its claim, or another replica's answer
+    /// (an entry it cannot read is served again).
     pub async fn turn(&self, key: &FlightKey) -> SharedTurn {
         let name = SharedFlights::name(key);
-        loop {
-            match self.store.claim(&name, &self.owner, self.claim_for).await {
-                Ok(Claim::Won) => return SharedTurn::Run,
-                Ok(Claim::Done(bytes)) => match decode(&bytes) {
-                    Some(answer) => return SharedTurn::Done(answer),
-                    None => return SharedTurn::Run,
-                },
-                Ok(Claim::HeldBy { .. }) => {}
-                Err(_) if self.fail == FailMode::Open => return SharedTurn::Run,
-                Err(_) => {}
-            }
-            tokio::time::sleep(self.claim_for / 8).await;
+        let stored = claim_turn(&self.store, &name, &self.owner, self.claim_for, self.fail).await;
+        match stored.as_deref().and_then(decode) {
+            Some(answer) => SharedTurn::Done(answer),
+            None => SharedTurn::Run,
         }
     }
 
