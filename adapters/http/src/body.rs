@@ -11,6 +11,10 @@ use crate::error::Exceeded;
 /// is not a JSON object is sent unchanged (the server will refuse it).
 pub fn prepare(request: &Value, model: Option<&str>, stream: bool) -> Bytes {
     let Value::Object(fields) = request else {
+        // A face that builds its own body hands the session `null`: no allocation.
+        if request.is_null() {
+            return Bytes::from_static(b"null");
+        }
         return to_bytes(request);
     };
     let model_ok = model.is_none_or(|m| fields.get("model").and_then(Value::as_str) == Some(m));

@@ -1,5 +1,6 @@
 //! One attempt as the caller's client sends it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -32,16 +33,17 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    pub(crate) fn new(out: &Outgoing<'_>, number: u32, base_url: &str, endpoint: &str) -> Attempt {
+    /// The attempt the session prepared, its headers moved (not copied) into it.
+    pub(crate) fn new(out: Outgoing<'_>, number: u32, base_url: &str, endpoint: &str) -> Attempt {
         let mut buf = [0u8; 36];
         Attempt {
             number,
-            headers: out.headers.clone(),
-            base_url: base_url.to_owned(),
-            url: out.url.to_owned(),
-            endpoint: endpoint.to_owned(),
             timeout: out.timeout(),
             idempotency_key: out.attempt.idempotency_key.as_str(&mut buf).to_owned(),
+            url: out.url.to_owned(),
+            headers: out.headers,
+            base_url: base_url.to_owned(),
+            endpoint: endpoint.to_owned(),
         }
     }
 
@@ -68,40 +70,64 @@ impl Attempt {
 }
 
 /// How a request is changed for one attempt: the attempt's headers, and its URL moved
-/// to the chosen endpoint when the client has several. Cheap to clone, `'static`, for
-/// requests rebuilt later (async-openai's request factory).
+/// to the chosen endpoint when the client has several. Cheap to clone (one shared
+/// allocation), `'static`, for requests rebuilt later (async-openai's request factory).
 #[derive(Debug, Clone)]
 pub struct AttemptEdit {
+    inner: Arc<Edit>,
+}
+
+#[derive(Debug)]
+struct Edit {
     headers: HeaderMap,
-    base_url: String,
-    /// The client, when a request may have to move between its endpoints.
-    client: Option<crate::Client>,
+    /// The client and the chosen endpoint's base URL, when a request may have to move
+    /// between the client's endpoints.
+    rebase: Option<(crate::Client, String)>,
 }
 
 impl AttemptEdit {
     /// The edit of `attempt`, for a request made for one of `client`'s endpoints.
     pub fn new(attempt: &Attempt, client: &crate::Client) -> AttemptEdit {
+        let rebase = client.fails_over();
+        let rebase = rebase.then(|| (client.clone(), attempt.base_url.clone()));
+        AttemptEdit::of(attempt.headers.clone(), rebase)
+    }
+
+    /// The edit of the attempt the session prepared, its headers moved into it.
+    pub(crate) fn from_outgoing(out: Outgoing<'_>, client: &crate::Client) -> AttemptEdit {
+        let rebase = client.fails_over().then(|| {
+            let base = client.base_url(usize::from(out.attempt.target.endpoint.0));
+            (client.clone(), base.to_owned())
+        });
+        AttemptEdit::of(out.headers, rebase)
+    }
+
+    fn of(headers: HeaderMap, rebase: Option<(crate::Client, String)>) -> AttemptEdit {
         AttemptEdit {
-            headers: attempt.headers.clone(),
-            base_url: attempt.base_url.clone(),
-            client: client.fails_over().then(|| client.clone()),
+            inner: Arc::new(Edit { headers, rebase }),
         }
     }
 
     /// Sets the attempt's headers (see [`Attempt::apply_headers`]).
     pub fn apply_headers(&self, headers: &mut HeaderMap) {
-        set_headers(&self.headers, headers);
+        set_headers(&self.inner.headers, headers);
+    }
+
+    /// Whether [`AttemptEdit::rebased`] may move a URL (the client has several
+    /// endpoints).
+    pub(crate) fn moves(&self) -> bool {
+        self.inner.rebase.is_some()
     }
 
     /// `url` moved to the chosen endpoint, when it was made for another one of the
     /// client's endpoints; `None` when it stays.
     pub fn rebased(&self, url: &str) -> Option<String> {
-        let client = self.client.as_ref()?;
+        let (client, to) = self.inner.rebase.as_ref()?;
         let from = client.base_url(client.endpoint_of(url)?);
-        if from.trim_end_matches('/') == self.base_url.trim_end_matches('/') {
+        if from.trim_end_matches('/') == to.trim_end_matches('/') {
             return None;
         }
-        rebase(url, from, &self.base_url)
+        rebase(url, from, to)
     }
 }
 

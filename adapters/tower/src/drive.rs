@@ -2,6 +2,7 @@
 //! the attempt (through the caller's client) or sleep, report what happened.
 
 use std::future::Future;
+use std::time::Duration;
 
 use http::HeaderMap;
 use serde_json::Value;
@@ -11,19 +12,42 @@ use steadfast_core::time::Timestamp;
 use steadfast_http::{CallError, LeaseAnswer, Now, Outgoing, Session, Started, Step};
 
 use crate::Client;
-use crate::attempt::Attempt;
+use crate::attempt::{Attempt, AttemptEdit};
 use crate::outcome::{IntoOutcome, Observed};
 
 /// The session's request: the caller's client builds the body, so the session's own
 /// is never sent.
 static NO_BODY: Value = Value::Null;
 
+/// What the attempt closure is handed, made from the session's request for one
+/// attempt: the public [`Attempt`], or the layer's and the middleware's
+/// [`AttemptEdit`] (which needs none of the attempt's strings).
+pub(crate) trait FromOutgoing {
+    /// The value for attempt `number` (1 for the first).
+    fn from_outgoing(out: Outgoing<'_>, number: u32, client: &Client) -> Self;
+}
+
+impl FromOutgoing for Attempt {
+    fn from_outgoing(out: Outgoing<'_>, number: u32, client: &Client) -> Attempt {
+        let e = out.attempt.target.endpoint;
+        let name = client.shared().endpoint_name(e).unwrap_or_default();
+        let base = client.base_url(usize::from(e.0));
+        Attempt::new(out, number, base, name)
+    }
+}
+
+impl FromOutgoing for AttemptEdit {
+    fn from_outgoing(out: Outgoing<'_>, _number: u32, client: &Client) -> AttemptEdit {
+        AttemptEdit::from_outgoing(out, client)
+    }
+}
+
 /// What the next step is.
 // Boxing `Send` would allocate per attempt; a `Next` is consumed at once.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Next {
-    /// Make this attempt.
-    Send(Attempt),
+pub(crate) enum Next<A> {
+    /// Make this attempt, within this span.
+    Send(A, Duration),
     /// Sleep until this instant, then poll again.
     Sleep(Timestamp),
     /// The call is over.
@@ -55,25 +79,20 @@ impl<'c, R: IntoOutcome> Driver<'c, R> {
         }
     }
 
-    pub(crate) fn poll(&mut self, now: Timestamp) -> Next {
+    pub(crate) fn poll<A: FromOutgoing>(&mut self, now: Timestamp) -> Next<A> {
         loop {
             match self.session.poll(now) {
-                Step::Send(out) => return Next::Send(self.attempt(&out)),
+                Step::Send(out) => {
+                    self.attempts = self.attempts.saturating_add(1);
+                    let timeout = out.timeout();
+                    return Next::Send(A::from_outgoing(out, self.attempts, self.client), timeout);
+                }
                 Step::Sleep(until) => return Next::Sleep(until),
                 Step::Done => return Next::Done,
                 // The layer has no shared store (its client never shares limits).
                 Step::Lease(ask) => self.session.on_lease(now, &ask, LeaseAnswer::Failed),
             }
         }
-    }
-
-    fn attempt(&mut self, out: &Outgoing<'_>) -> Attempt {
-        self.attempts = self.attempts.saturating_add(1);
-        let e = out.attempt.target.endpoint;
-        let shared = self.client.shared();
-        let name = shared.endpoint_name(e).unwrap_or_default();
-        let base = self.client.base_url(usize::from(e.0));
-        Attempt::new(out, self.attempts, base, name)
     }
 
     /// Reports the attempt's result at `now`.
@@ -147,34 +166,43 @@ fn inconsistent<E>(attempts: u32, source: Option<E>) -> CallError<E> {
     CallError::new(&g, None, None, source)
 }
 
-fn tokio_now(c: &Client) -> Now {
-    c.epoch().now(tokio::time::Instant::now().into_std())
-}
-
-/// A call driven on tokio's clock, each attempt within its timeout.
-pub(crate) async fn run<'c, R, F, Fut>(
+/// A call driven on tokio's clock, each attempt within its timeout. The clock is read
+/// once per step: the instant the session decides an attempt at is the one its
+/// timeout counts from, and the instant its outcome is reported at is the one the
+/// session decides the next step at.
+pub(crate) async fn run<'c, A, R, F, Fut>(
     client: &'c Client,
     business_id: Option<&'c [u8]>,
     mut attempt: F,
 ) -> Ended<R>
 where
+    A: FromOutgoing,
     R: IntoOutcome,
-    F: FnMut(Attempt) -> Fut,
+    F: FnMut(A) -> Fut,
     Fut: Future<Output = R>,
 {
-    let mut d = Driver::new(client, tokio_now(client).at, business_id);
+    let epoch = client.epoch();
+    let mut at = tokio::time::Instant::now();
+    let mut d = Driver::new(client, epoch.timestamp(at.into_std()), business_id);
     loop {
-        match d.poll(tokio_now(client).at) {
-            Next::Send(a) => {
-                let limit = a.timeout;
-                match tokio::time::timeout(limit, attempt(a)).await {
-                    Ok(r) => d.on_result(tokio_now(client), r),
-                    Err(_) => d.on_timeout(tokio_now(client)),
+        match d.poll(epoch.timestamp(at.into_std())) {
+            Next::Send(a, limit) => {
+                // A span past the clock's range bounds nothing (as `tokio::time::timeout`).
+                let r = client
+                    .timers()
+                    .within(at.checked_add(limit), attempt(a))
+                    .await;
+                at = tokio::time::Instant::now();
+                let now = epoch.now(at.into_std());
+                match r {
+                    Some(r) => d.on_result(now, r),
+                    None => d.on_timeout(now),
                 }
             }
             Next::Sleep(until) => {
-                let at = client.epoch().instant(until);
-                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                let until = tokio::time::Instant::from_std(epoch.instant(until));
+                tokio::time::sleep_until(until).await;
+                at = tokio::time::Instant::now();
             }
             Next::Done => return d.finish(),
         }
@@ -198,7 +226,7 @@ where
     let mut d = Driver::new(client, std_now(client).at, business_id);
     loop {
         match d.poll(std_now(client).at) {
-            Next::Send(a) => {
+            Next::Send(a, _) => {
                 let r = attempt(a);
                 d.on_result(std_now(client), r);
             }

@@ -38,8 +38,9 @@ impl<B: Clone> Replay for http::Request<B> {
         *r.version_mut() = self.version();
         *r.headers_mut() = self.headers().clone();
         *r.extensions_mut() = self.extensions().clone();
-        let moved = edit.rebased(&self.uri().to_string());
+        let moved = edit.moves().then(|| edit.rebased(&self.uri().to_string()));
         *r.uri_mut() = moved
+            .flatten()
             .and_then(|u| u.parse().ok())
             .unwrap_or_else(|| self.uri().clone());
         edit.apply_headers(r.headers_mut());
@@ -135,9 +136,8 @@ where
 {
     let id = request.idempotency_key();
     let limit = client.shared().max_body();
-    let edits = client.clone();
-    let attempt = move |a| {
-        let request = request.replay(&AttemptEdit::new(&a, &edits));
+    let attempt = move |edit: AttemptEdit| {
+        let request = request.replay(&edit);
         let mut svc = inner.clone();
         async move {
             let tried = async {

@@ -59,6 +59,7 @@ mod middleware;
 mod openai;
 mod outcome;
 mod peek;
+mod timer;
 
 #[cfg(feature = "genai")]
 mod genai_map;
@@ -87,6 +88,7 @@ pub use steadfast_http::{
     StoreConfig,
 };
 use steadfast_http::{Setup, Shared, clock::Epoch};
+use timer::Timers;
 
 /// Builds a [`Client`].
 #[derive(Debug, Default)]
@@ -114,6 +116,7 @@ impl ClientBuilder {
                 shared,
                 epoch,
                 bases,
+                timers: Timers::default(),
             }),
         })
     }
@@ -125,6 +128,8 @@ struct Inner {
     epoch: Epoch,
     /// Each endpoint's base URL, by engine index.
     bases: Vec<String>,
+    /// The attempt timeout's idle timers.
+    timers: Timers,
 }
 
 /// What the layer, the middleware and the executor share: the engine (breakers,
@@ -204,6 +209,11 @@ impl Client {
 
     pub(crate) fn epoch(&self) -> Epoch {
         self.inner.epoch
+    }
+
+    /// The timers that bound the attempts on tokio's clock.
+    pub(crate) fn timers(&self) -> &Timers {
+        &self.inner.timers
     }
 
     /// The base URL of endpoint `index` (engine numbering).

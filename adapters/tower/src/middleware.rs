@@ -60,8 +60,7 @@ impl Middleware for SteadfastMiddleware {
         let limit = c.shared().max_body();
         let mut once = Some(request);
         let mut template = None;
-        let attempt = |a| {
-            let edit = AttemptEdit::new(&a, c);
+        let attempt = |edit: AttemptEdit| {
             // The first attempt sends the caller's request; it stays as the template
             // of the rest when it can be copied.
             let request = match once.take() {
