@@ -315,8 +315,13 @@ impl Call {
     /// attempts [`Call::poll_cancel`] names. A call that is not idempotent never hedges.
     #[must_use]
     pub fn with_hedge(mut self, hedge: &HedgeConfig) -> Call {
-        self.hedge = *hedge;
+        self.set_hedge(hedge);
         self
+    }
+
+    /// [`Call::with_hedge`] in place, before the first attempt.
+    pub fn set_hedge(&mut self, hedge: &HedgeConfig) {
+        self.hedge = *hedge;
     }
 
     /// Hedges sent so far.
@@ -826,14 +831,14 @@ impl Call {
             }
         };
         self.hedges = self.hedges.saturating_add(1);
-        let (attempt, flight) = self.attempt(now, grant);
-        self.second = Some(flight);
         self.events.push(CallEvent::HedgeSent {
             at: now,
-            id: attempt.id,
+            id: AttemptId(self.attempts.saturating_add(1)),
             beside: f.id,
             target: grant.target,
         });
+        let (attempt, flight) = self.attempt(now, grant);
+        self.second = Some(flight);
         Some(attempt)
     }
 

@@ -18,8 +18,8 @@ pub enum CallEvent {
         /// Where it goes.
         target: Target,
     },
-    /// A hedge went out beside an attempt still in flight (its own
-    /// [`CallEvent::AttemptStarted`] precedes this).
+    /// A hedge goes out beside an attempt still in flight (its own
+    /// [`CallEvent::AttemptStarted`] follows at once).
     HedgeSent {
         /// When.
         at: Timestamp,
