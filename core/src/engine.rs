@@ -40,6 +40,7 @@ use crate::pool::{EndpointConfig, Pool, PoolConfig, PoolEvent};
 use crate::retry::{Call, Report, RetryConfig};
 use crate::ring::Ring;
 use crate::rng::{self, CoreRng, Seed};
+use crate::shared::keys::KeySync;
 use crate::shared::{SharedEvent, SharedQuota};
 use crate::time::{Monotonic, Timestamp};
 
@@ -70,6 +71,12 @@ pub struct EndpointSpec {
     /// (see [`crate::shared`]): admissions then spend leased requests as well as
     /// passing the local limiter.
     pub shared: bool,
+    /// Whether its keys' cooldowns and disables are shared with other processes
+    /// through a store (see [`crate::shared::keys`]).
+    pub share_keys: bool,
+    /// With [`EndpointSpec::shared`]: whether its token limit is shared as well
+    /// (leased from a shared token bucket and settled with the actual usage).
+    pub shared_tokens: bool,
 }
 
 impl EndpointSpec {
@@ -80,6 +87,8 @@ impl EndpointSpec {
             limiter: None,
             standby: false,
             shared: false,
+            share_keys: false,
+            shared_tokens: false,
         }
     }
 
@@ -171,6 +180,8 @@ pub struct Engine {
     reclaims: u64,
     /// The hedge budget of every call.
     hedges: HedgeBudget,
+    /// Key states shared with other processes, when some endpoint shares them.
+    keys: Option<KeySync>,
 }
 
 impl core::fmt::Debug for Engine {
@@ -203,7 +214,11 @@ impl Engine {
                 servers: alloc::vec![ServerLimits::default(); usize::from(spec.pool.keys)],
                 follow_server: limits.follow_server,
                 standby: spec.standby,
-                shared: spec.shared.then(|| SharedQuota::new(&policy.shared)),
+                shared: spec.shared.then(|| {
+                    let token_burst = spec.shared_tokens.then(|| limits.token_burst()).flatten();
+                    SharedQuota::new(&policy.shared, token_burst)
+                }),
+                share_keys: spec.share_keys,
                 failing_since: None,
             });
         }
@@ -217,6 +232,7 @@ impl Engine {
             clock: Monotonic::default(),
             events: Ring::new(),
             ledger: Ledger::new(engine_id(&seed)),
+            keys: endpoints.iter().any(|e| e.share_keys).then(KeySync::new),
             stale_reports: 0,
             reclaims: 0,
         })
@@ -375,7 +391,22 @@ impl Engine {
             }
         }
         while let Some(e) = self.pool.poll_event() {
+            self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));
+        }
+    }
+
+    /// Hands a key event to the shared key states, when its endpoint shares them.
+    fn note_key_event(&mut self, e: &PoolEvent) {
+        let Some(sync) = self.keys.as_mut() else {
+            return;
+        };
+        let shares = self
+            .endpoints
+            .get(usize::from(e.target().endpoint.0))
+            .is_some_and(|s| s.share_keys);
+        if shares {
+            sync.on_pool_event(e);
         }
     }
 
@@ -402,6 +433,7 @@ impl Engine {
             }
         }
         while let Some(e) = self.pool.poll_event() {
+            self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));
         }
     }

@@ -140,6 +140,14 @@ impl Default for LimiterConfig {
 }
 
 impl LimiterConfig {
+    /// The token burst: `⌊tokens × burst⌋`, at least 1 and at most the limit
+    /// (`None` without a token limit).
+    pub fn token_burst(&self) -> Option<u64> {
+        let tokens = self.tokens?;
+        let burst = (tokens as f64 * self.burst) as u64;
+        Some(burst.clamp(1, tokens))
+    }
+
     /// Checks the parameters; the error names the first bad field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         nonzero(self.requests == Some(0), "limiter.requests")?;

@@ -158,6 +158,9 @@ pub enum DisableReason {
     Other,
     /// An operator took the key out of service.
     Operator,
+    /// Another process sharing the key's state disabled it (see
+    /// [`crate::shared::keys`]); enabled again when that disable is lifted.
+    Shared,
 }
 
 /// The state of one key at an instant.

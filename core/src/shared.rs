@@ -1,5 +1,6 @@
-//! A request limit shared by every process behind one key, as a protocol the core
-//! speaks with a store it never touches.
+//! Request and token limits shared by every process behind one key, as a protocol
+//! the core speaks with a store it never touches (key cooldowns and disables are
+//! shared by [`keys`]).
 //!
 //! An endpoint whose limit is shared spends requests from a **lease**: a small slice
 //! of the shared budget a store (Redis, or the simulator's model of one) granted this
@@ -27,18 +28,36 @@
 //! and never after it expires: the store counted its requests in the window it
 //! granted them, so a request spent later would land in a window that did not count
 //! it.
+//!
+//! # Tokens
+//!
+//! An endpoint whose token limit is shared as well ([`SharedQuota::new`] with the
+//! bucket's burst) holds a second lease, of tokens ([`LeaseKind::Tokens`]): a call
+//! spends its estimate from it, the attempt's actual usage corrects what was spent
+//! ([`SharedQuota::on_usage`]), and when the lease ends (expired, or replaced by a new
+//! one) a [`TokenSettle`] tells the driver what to give back to the store or charge
+//! on top. A token lease asks for a quarter of the bucket (at least the call's
+//! estimate); after an empty answer, for just the estimate.
 
 use core::time::Duration;
+
+#[cfg(feature = "alloc")]
+pub mod keys;
 
 use crate::config::nonzero;
 use crate::error::ConfigError;
 use crate::ids::EndpointId;
+use crate::ring::Ring;
 use crate::time::Timestamp;
+
+mod slice;
+
+use slice::{Ended, Slice};
 
 /// How a shared limit is asked for and what happens when its store fails.
 ///
 /// Defaults: `fail: open`, `lease: 8`, `recheck: 1ms`, `ask_timeout: 250ms`,
-/// `fallback_for: 1s`.
+/// `fallback_for: 1s`, `key_sync: 250ms`, `disable_for: 1h`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -59,6 +78,13 @@ pub struct SharedConfig {
     /// asks the store again.
     #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub fallback_for: Duration,
+    /// How often a driver reads the store's key states back (see [`keys`]).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub key_sync: Duration,
+    /// How long a key disabled here stays disabled in the store (an operator's enable
+    /// lifts it sooner).
+    #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
+    pub disable_for: Duration,
 }
 
 impl Default for SharedConfig {
@@ -69,6 +95,8 @@ impl Default for SharedConfig {
             recheck: Duration::from_millis(1),
             ask_timeout: Duration::from_millis(250),
             fallback_for: Duration::from_secs(1),
+            key_sync: Duration::from_millis(250),
+            disable_for: Duration::from_secs(60 * 60),
         }
     }
 }
@@ -79,7 +107,9 @@ impl SharedConfig {
         nonzero(self.lease == 0, "shared.lease")?;
         nonzero(self.recheck.is_zero(), "shared.recheck")?;
         nonzero(self.ask_timeout.is_zero(), "shared.ask_timeout")?;
-        nonzero(self.fallback_for.is_zero(), "shared.fallback_for")
+        nonzero(self.fallback_for.is_zero(), "shared.fallback_for")?;
+        nonzero(self.key_sync.is_zero(), "shared.key_sync")?;
+        nonzero(self.disable_for.is_zero(), "shared.disable_for")
     }
 }
 
@@ -95,12 +125,24 @@ pub enum FailMode {
     Closed,
 }
 
+/// What a lease is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeaseKind {
+    /// Requests of the endpoint's request limit (granted as a slice of a GCRA).
+    Requests,
+    /// Tokens of the endpoint's token limit (reserved from a token bucket, settled
+    /// with [`TokenSettle`] when the lease ends).
+    Tokens,
+}
+
 /// A lease the driver should ask the store for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseAsk {
     /// The endpoint whose shared limit is asked.
     pub endpoint: EndpointId,
-    /// The most requests wanted.
+    /// Requests or tokens.
+    pub kind: LeaseKind,
+    /// The most units wanted (requests, or tokens: all of them or none).
     pub want: u32,
     /// Identifies the ask: its answer is reported with it, and an answer to an ask
     /// that already timed out changes nothing.
@@ -114,10 +156,10 @@ pub struct LeaseAsk {
 /// The store's answer to a [`LeaseAsk`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseAnswer {
-    /// `requests` (`0..=want`) may be spent within `valid_for` of now; with 0, none
-    /// is free for `retry_in`.
+    /// `requests` units (`0..=want`: requests or tokens, as asked) may be spent
+    /// within `valid_for` of now; with 0, none is free for `retry_in`.
     Granted {
-        /// Requests leased.
+        /// Units leased.
         requests: u32,
         /// How long they may be spent.
         valid_for: Duration,
@@ -169,6 +211,8 @@ pub struct SharedCounters {
     pub failures: u64,
     /// Admissions made on the fallback (fail open) while the store was unreachable.
     pub fallback_admissions: u64,
+    /// Tokens the store leased.
+    pub tokens_leased: u64,
 }
 
 /// What the shared limit says of one admission at `now`.
@@ -181,42 +225,51 @@ pub enum QuotaCheck {
     Wait(Timestamp),
 }
 
+/// A token lease that ended, for the driver to settle with the store: `reserved`
+/// tokens were taken from the shared bucket, `spent` were used. The store gives back
+/// `reserved − spent`, or charges the overrun when usage passed the estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenSettle {
+    /// The endpoint whose token limit it was.
+    pub endpoint: EndpointId,
+    /// Tokens the lease took.
+    pub reserved: u64,
+    /// Tokens used.
+    pub spent: u64,
+}
+
+/// Settles kept for the driver before the oldest are dropped.
+pub const SETTLE_CAPACITY: usize = 32;
+
 /// The state of one endpoint's shared limit. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct SharedQuota {
     config: SharedConfig,
-    /// Leased requests not yet spent.
-    left: u32,
-    /// When they expire.
-    expires: Timestamp,
-    /// The outstanding ask and when it times out.
-    asking: Option<(u64, Timestamp)>,
-    /// A call found no lease and no ask outstanding.
-    wanted: bool,
-    /// The store said nothing is free before this.
-    not_before: Timestamp,
+    requests: Slice,
+    /// The token dimension, with the shared bucket's burst, when tokens are shared.
+    tokens: Option<(Slice, u64)>,
     /// The store failed: the fallback applies until this.
     fallback_until: Option<Timestamp>,
     /// The last failure has not been followed by an answer yet.
     failed: bool,
     next_ticket: u64,
     counters: SharedCounters,
+    settles: Ring<(u64, u64), SETTLE_CAPACITY>,
 }
 
 impl SharedQuota {
-    /// A shared limit with no lease yet.
-    pub fn new(config: &SharedConfig) -> SharedQuota {
+    /// A shared request limit with no lease yet; with `token_burst`, the endpoint's
+    /// tokens are shared as well, from a bucket of that many.
+    pub fn new(config: &SharedConfig, token_burst: Option<u64>) -> SharedQuota {
         SharedQuota {
             config: config.clone(),
-            left: 0,
-            expires: Timestamp::ZERO,
-            asking: None,
-            wanted: false,
-            not_before: Timestamp::ZERO,
+            requests: Slice::default(),
+            tokens: token_burst.map(|b| (Slice::default(), b.max(1))),
             fallback_until: None,
             failed: false,
             next_ticket: 1,
             counters: SharedCounters::default(),
+            settles: Ring::new(),
         }
     }
 
@@ -232,62 +285,109 @@ impl SharedQuota {
 
     /// Leased requests free at `now`.
     pub fn available(&self, now: Timestamp) -> u32 {
-        if now < self.expires { self.left } else { 0 }
+        u32::try_from(self.requests.available(now)).unwrap_or(u32::MAX)
     }
 
-    /// Whether one admission may go at `now`. Changes nothing but the wish for a
-    /// lease, so it may be asked before anything else commits.
-    pub fn check(&mut self, now: Timestamp) -> QuotaCheck {
+    /// Whether leases cover a call of `tokens` at `now` (or the fallback admits it).
+    pub fn covers(&self, now: Timestamp, tokens: u64) -> bool {
+        let tokens_ok = match &self.tokens {
+            Some((slice, _)) => tokens == 0 || slice.available(now) >= tokens,
+            None => true,
+        };
+        self.on_fallback(now) || (self.requests.available(now) > 0 && tokens_ok)
+    }
+
+    /// Whether one admission of `tokens` (estimated) may go at `now`. Changes nothing
+    /// but the wish for a lease, so it may be asked before anything else commits.
+    pub fn check(&mut self, now: Timestamp, tokens: u64) -> QuotaCheck {
         if let Some(until) = self.fallback_until.filter(|u| now < *u) {
             return match self.config.fail {
                 FailMode::Open => QuotaCheck::Go,
                 FailMode::Closed => QuotaCheck::Wait(until),
             };
         }
-        if self.available(now) > 0 {
-            return QuotaCheck::Go;
-        }
-        if now < self.not_before {
-            return QuotaCheck::Wait(self.not_before);
-        }
-        let wait = match self.asking {
-            Some((_, timeout)) => timeout.min(now.saturating_add(self.config.recheck)),
-            None => {
-                self.wanted = true;
-                now.saturating_add(self.config.recheck)
-            }
+        let recheck = now.saturating_add(self.config.recheck);
+        let requests = self.requests.check(now, 1, recheck);
+        let tokens = match &mut self.tokens {
+            Some((slice, _)) => slice.check(now, tokens, recheck),
+            None => None,
         };
-        QuotaCheck::Wait(wait)
+        match (requests, tokens) {
+            (None, None) => QuotaCheck::Go,
+            (Some(a), Some(b)) => QuotaCheck::Wait(a.min(b)),
+            (Some(a), None) | (None, Some(a)) => QuotaCheck::Wait(a),
+        }
     }
 
-    /// Spends one leased request for an admission [`SharedQuota::check`] allowed at
-    /// `now` (on the fallback, counts it).
-    pub fn spend(&mut self, now: Timestamp) {
+    /// Spends a leased request and `tokens` leased tokens for an admission
+    /// [`SharedQuota::check`] allowed at `now` (on the fallback, counts it).
+    pub fn spend(&mut self, now: Timestamp, tokens: u64) {
         if self.on_fallback(now) {
             self.counters.fallback_admissions = self.counters.fallback_admissions.saturating_add(1);
             return;
         }
-        if self.available(now) > 0 {
-            self.left = self.left.saturating_sub(1);
+        if self.requests.available(now) > 0 {
+            self.requests.spend(now, 1);
             self.counters.spent = self.counters.spent.saturating_add(1);
         }
+        if let Some((slice, _)) = &mut self.tokens {
+            slice.spend(now, tokens);
+        }
+    }
+
+    /// An attempt's actual token usage, against the `estimate` it was admitted with.
+    pub fn on_usage(&mut self, now: Timestamp, estimate: u64, actual: u64) {
+        let Some((slice, _)) = &mut self.tokens else {
+            return;
+        };
+        let more = actual.saturating_sub(estimate);
+        let less = estimate.saturating_sub(actual);
+        if more == 0 && less == 0 {
+            return;
+        }
+        if let Some(ended) = slice.correct(now, more, less) {
+            self.settles.push((ended.reserved, ended.spent));
+        }
+    }
+
+    /// The next token lease to settle with the store.
+    pub fn poll_settle(&mut self, endpoint: EndpointId) -> Option<TokenSettle> {
+        let (reserved, spent) = self.settles.pop()?;
+        Some(TokenSettle {
+            endpoint,
+            reserved,
+            spent,
+        })
     }
 
     /// The ask to send, if a lease is wanted and none is outstanding.
     pub fn poll_ask(&mut self, now: Timestamp, endpoint: EndpointId) -> Option<LeaseAsk> {
         self.handle_timeout(now, endpoint);
-        if !self.wanted || self.asking.is_some() || self.on_fallback(now) {
+        if self.on_fallback(now) {
             return None;
         }
-        self.wanted = false;
         let ticket = self.next_ticket;
-        self.next_ticket = self.next_ticket.wrapping_add(1);
         let expires = now.saturating_add(self.config.ask_timeout);
-        self.asking = Some((ticket, expires));
+        let lease = u64::from(self.config.lease);
+        let (kind, want) = if self.requests.take_ask(ticket, expires).is_some() {
+            (LeaseKind::Requests, lease)
+        } else {
+            let (slice, burst) = self.tokens.as_mut()?;
+            let need = slice.take_ask(ticket, expires)?;
+            // A lease of a quarter of the bucket, unless the store just had less.
+            let want = if slice.shrink {
+                need
+            } else {
+                need.max(*burst / 4)
+            };
+            (LeaseKind::Tokens, want.min(*burst))
+        };
+        self.next_ticket = self.next_ticket.wrapping_add(1);
         self.counters.asks = self.counters.asks.saturating_add(1);
         Some(LeaseAsk {
             endpoint,
-            want: self.config.lease,
+            kind,
+            want: u32::try_from(want).unwrap_or(u32::MAX),
             ticket,
             expires,
         })
@@ -302,57 +402,89 @@ impl SharedQuota {
         ticket: u64,
         answer: LeaseAnswer,
     ) -> Option<SharedEvent> {
-        if self.asking.map(|(t, _)| t) != Some(ticket) {
+        let kind = if self.requests.answers(ticket) {
+            LeaseKind::Requests
+        } else if self.tokens.as_mut().is_some_and(|(s, _)| s.answers(ticket)) {
+            LeaseKind::Tokens
+        } else {
             return None;
-        }
-        self.asking = None;
-        match answer {
-            LeaseAnswer::Granted {
-                requests,
-                valid_for,
-                retry_in,
-            } => {
-                self.expire(now);
-                if requests == 0 {
-                    self.counters.empty = self.counters.empty.saturating_add(1);
-                    self.not_before = now.saturating_add(retry_in);
-                } else {
-                    self.left = requests;
-                    self.expires = now.saturating_add(valid_for);
-                    self.counters.leased = self.counters.leased.saturating_add(u64::from(requests));
+        };
+        let LeaseAnswer::Granted {
+            requests: granted,
+            valid_for,
+            retry_in,
+        } = answer
+        else {
+            return Some(self.fail(now, endpoint));
+        };
+        let granted = u64::from(granted);
+        let slice = match kind {
+            LeaseKind::Requests => &mut self.requests,
+            LeaseKind::Tokens => match &mut self.tokens {
+                Some((slice, _)) => slice,
+                None => return None,
+            },
+        };
+        if granted == 0 {
+            self.counters.empty = self.counters.empty.saturating_add(1);
+            slice.empty_until(now.saturating_add(retry_in));
+        } else {
+            let ended = slice.grant(granted, now.saturating_add(valid_for));
+            self.record_end(kind, ended);
+            match kind {
+                LeaseKind::Requests => {
+                    self.counters.leased = self.counters.leased.saturating_add(granted);
                 }
-                self.fallback_until = None;
-                let resumed = core::mem::take(&mut self.failed);
-                resumed.then_some(SharedEvent::Resumed { at: now, endpoint })
+                LeaseKind::Tokens => {
+                    self.counters.tokens_leased =
+                        self.counters.tokens_leased.saturating_add(granted);
+                }
             }
-            LeaseAnswer::Failed => Some(self.fail(now, endpoint)),
         }
+        self.fallback_until = None;
+        let resumed = core::mem::take(&mut self.failed);
+        resumed.then_some(SharedEvent::Resumed { at: now, endpoint })
     }
 
-    /// An ask outstanding past its timeout fails; returns the event it caused.
+    /// An ask outstanding past its timeout fails, and a token lease past its expiry is
+    /// settled; returns the event it caused.
     pub fn handle_timeout(&mut self, now: Timestamp, endpoint: EndpointId) -> Option<SharedEvent> {
-        let (_, timeout) = self.asking?;
-        if now < timeout {
+        if let Some(ended) = self.requests.end_expired(now) {
+            self.record_end(LeaseKind::Requests, ended);
+        }
+        if let Some(ended) = self.tokens.as_mut().and_then(|(s, _)| s.end_expired(now)) {
+            self.record_end(LeaseKind::Tokens, ended);
+        }
+        let timed_out = |s: &Slice| s.asking.is_some_and(|(_, t)| now >= t);
+        let tokens_out = self.tokens.as_ref().is_some_and(|(s, _)| timed_out(s));
+        if !timed_out(&self.requests) && !tokens_out {
             return None;
         }
-        self.asking = None;
         Some(self.fail(now, endpoint))
     }
 
-    /// The earliest instant something changes without an input: the outstanding ask
-    /// times out, or the fallback ends.
+    /// The earliest instant something changes without an input: an outstanding ask
+    /// times out, a token lease expires, or the fallback ends.
     pub fn poll_timeout(&self, now: Timestamp) -> Option<Timestamp> {
-        let fallback = self.fallback_until.filter(|u| now < *u);
-        match (self.asking.map(|(_, t)| t), fallback) {
-            (Some(a), Some(f)) => Some(a.min(f)),
-            (a, f) => a.or(f),
-        }
+        let token = self.tokens.as_ref();
+        [
+            self.requests.asking.map(|(_, t)| t),
+            token.and_then(|(s, _)| s.asking.map(|(_, t)| t)),
+            token.and_then(|(s, _)| s.expiry()),
+            self.fallback_until.filter(|u| now < *u),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn fail(&mut self, now: Timestamp, endpoint: EndpointId) -> SharedEvent {
         self.counters.failures = self.counters.failures.saturating_add(1);
         self.failed = true;
-        self.expire(now);
+        self.requests.asking = None;
+        if let Some((slice, _)) = &mut self.tokens {
+            slice.asking = None;
+        }
         let until = now.saturating_add(self.config.fallback_for);
         self.fallback_until = Some(until);
         SharedEvent::Fallback {
@@ -363,11 +495,17 @@ impl SharedQuota {
         }
     }
 
-    /// Drops what is left of an expired lease, counting it.
-    fn expire(&mut self, now: Timestamp) {
-        if now >= self.expires && self.left > 0 {
-            self.counters.expired = self.counters.expired.saturating_add(u64::from(self.left));
-            self.left = 0;
+    /// Counts a lease that ended; a token lease is queued to settle.
+    fn record_end(&mut self, kind: LeaseKind, ended: Ended) {
+        match kind {
+            LeaseKind::Requests => {
+                let unspent = ended.reserved.saturating_sub(ended.spent);
+                self.counters.expired = self.counters.expired.saturating_add(unspent);
+            }
+            LeaseKind::Tokens if ended.reserved > 0 || ended.spent > 0 => {
+                self.settles.push((ended.reserved, ended.spent));
+            }
+            LeaseKind::Tokens => {}
         }
     }
 }

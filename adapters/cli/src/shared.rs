@@ -62,9 +62,10 @@ impl std::fmt::Display for SharedEntry {
     }
 }
 
-/// Splits a `[shared]` table into its own fields and the policy's
+/// Splits a `[shared]` table into its own fields (`None` without `redis`: the
+/// policy's settings alone, as a serialized policy holds them) and the policy's
 /// [`SharedConfig`]; the error names the field.
-pub fn split(table: toml::Value) -> Result<(SharedEntry, SharedConfig), String> {
+pub fn split(table: toml::Value) -> Result<(Option<SharedEntry>, SharedConfig), String> {
     let toml::Value::Table(mut table) = table else {
         return Err("shared: expected a [shared] table".to_owned());
     };
@@ -74,9 +75,17 @@ pub fn split(table: toml::Value) -> Result<(SharedEntry, SharedConfig), String> 
             own.insert(field.to_owned(), v);
         }
     }
-    let entry: SharedEntry = toml::Value::Table(own)
-        .try_into()
-        .map_err(|e: toml::de::Error| format!("shared: {}", e.message()))?;
+    let entry = match own.contains_key("redis") {
+        true => Some(
+            toml::Value::Table(own)
+                .try_into::<SharedEntry>()
+                .map_err(|e: toml::de::Error| format!("shared: {}", e.message()))?,
+        ),
+        false => match own.keys().next() {
+            Some(field) => return Err(format!("shared.{field}: needs shared.redis")),
+            None => None,
+        },
+    };
     let config: SharedConfig = toml::Value::Table(table)
         .try_into()
         .map_err(|e: toml::de::Error| format!("shared: {}", e.message()))?;
@@ -137,6 +146,7 @@ mod tests {
             "redis = \"redis://:pw@127.0.0.1:6379\"\ncall_timeout = \"20ms\"\nfail = \"closed\"\nlease = 4\n",
         ))
         .expect("a good table");
+        let entry = entry.expect("a store");
         assert_eq!(entry.redis, "redis://:pw@127.0.0.1:6379");
         assert_eq!(entry.call_timeout, Some(Duration::from_millis(20)));
         assert_eq!(config.fail, FailMode::Closed);
@@ -148,8 +158,11 @@ mod tests {
     fn errors_name_the_field() {
         let e = split(table("redis = \"redis://x\"\nleese = 4\n")).expect_err("unknown field");
         assert!(e.contains("leese"), "{e}");
-        let e = split(table("lease = 4\n")).expect_err("no url");
-        assert!(e.contains("redis"), "{e}");
+        let e = split(table("ledger = true\n")).expect_err("no url");
+        assert!(e.contains("shared.ledger: needs shared.redis"), "{e}");
+        // A serialized policy's table: its settings, no store.
+        let (entry, config) = split(table("lease = 4\n")).expect("the policy's settings");
+        assert_eq!((entry, config.lease), (None, 4));
         let e = split(table("redis = \"redis://x\"\nlease = 0\n")).expect_err("zero lease");
         assert!(e.contains("shared.lease"), "{e}");
         let e = split(table("redis = \"redis://x\"\ncall_timeout = \"soon\"\n")).expect_err("bad");

@@ -131,11 +131,21 @@ async fn replica(
     redis: (&str, &str),
     seed: u64,
 ) -> steadfast_cli::serve::Running {
+    replica_with(mock, redis, seed, "").await
+}
+
+/// [`replica`] with more `[shared]` settings.
+async fn replica_with(
+    mock: &MockServer,
+    redis: (&str, &str),
+    seed: u64,
+    shared: &str,
+) -> steadfast_cli::serve::Running {
     use steadfast_cli::serve::{Gateway, config};
     let (url, prefix) = redis;
     let text = format!(
         "[limiter]\nburst = {burst}\n[retry]\nmax_attempts = 8\n\n\
-         [shared]\nredis = \"{url}\"\nprefix = \"{prefix}\"\n\n\
+         [shared]\nredis = \"{url}\"\nprefix = \"{prefix}\"\n{shared}\n\
          [[endpoint]]\nname = \"key-1\"\nbase_url = \"{base}\"\nkeys_env = [\"{KEY_VAR}\"]\n\
          model = \"gpt-4o-mini\"\nrpm = {RPM}\n",
         burst = BURST as f64 / RPM as f64,
@@ -273,4 +283,63 @@ fn two_workers_on_one_ledger_run_each_id_once_across_a_kill() {
          {} requests for {N} ids ({} replayed by the server)",
         stats.total_requests, stats.replayed
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_replicas_answer_one_idempotency_key_once() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("serveledger");
+    // Slow answers, so that the second replica's request comes while the first runs.
+    let mock = server("ok", 10, |c| {
+        c.knobs.latency_min = Some(Duration::from_millis(300));
+        c.knobs.latency_max = Some(Duration::from_millis(300));
+    });
+    let shared = "ledger = true\nclaim_for = \"2s\"\n";
+    let replicas = [
+        replica_with(&mock, (&redis.url, &prefix), 3, shared).await,
+        replica_with(&mock, (&redis.url, &prefix), 4, shared).await,
+    ];
+    let http = reqwest::Client::new();
+    let body = serde_json::json!({"model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Say hello"}]});
+    let send = |r: &steadfast_cli::serve::Running| {
+        http.post(format!("{}/v1/chat/completions", r.base_url()))
+            .header("idempotency-key", "order-7")
+            .json(&body)
+            .send()
+    };
+    let (first, second) = tokio::join!(send(&replicas[0]), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        send(&replicas[1]).await
+    });
+    let (first, second) = (first.expect("answers"), second.expect("answers"));
+    let replayed = second
+        .headers()
+        .get("x-steadfast-replayed")
+        .map(|v| v.to_str().unwrap_or("").to_owned());
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let (a, b) = (
+        first.text().await.expect("body"),
+        second.text().await.expect("body"),
+    );
+    assert_eq!(a, b, "the same answer from both replicas");
+    assert_eq!(
+        replayed.as_deref(),
+        Some("shared"),
+        "the second replica replayed it"
+    );
+    // A later request on either replica is a replay too.
+    let again = send(&replicas[1]).await.expect("answers");
+    assert_eq!(again.text().await.expect("body"), a);
+    assert_eq!(
+        mock.stats().total_requests,
+        1,
+        "one upstream request for the key"
+    );
+    for r in replicas {
+        r.shutdown().await;
+    }
 }

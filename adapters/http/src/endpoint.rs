@@ -213,6 +213,19 @@ impl RequestLimit {
     }
 }
 
+/// `def`'s token limit as a shared store counts it: tokens per minute and the
+/// bucket's burst (the local limiter's), if it has one.
+pub fn token_limit(def: &EndpointDef, policy: &Policy) -> Option<(u64, u64)> {
+    let limiter = def.limiter.as_ref().unwrap_or(&policy.limiter);
+    let tokens = limiter.tokens?;
+    let period = limiter.period.as_nanos().max(1);
+    let per_minute = u128::from(tokens) * 60_000_000_000 / period;
+    Some((
+        u64::try_from(per_minute).unwrap_or(u64::MAX).max(1),
+        limiter.token_burst()?,
+    ))
+}
+
 /// `def`'s request limit (its own limiter, else the policy's), if it has one.
 pub fn request_limit(def: &EndpointDef, policy: &Policy) -> Option<RequestLimit> {
     let limiter = def.limiter.as_ref().unwrap_or(&policy.limiter);

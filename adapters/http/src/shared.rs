@@ -11,6 +11,8 @@ use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
+use steadfast_core::shared::TokenSettle;
+use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
 use steadfast_core::time::Timestamp;
 
 use crate::endpoint::{self, EndpointDef};
@@ -167,6 +169,8 @@ impl Shared {
         if setup.shared_limits {
             for (spec, def) in specs.iter_mut().zip(&defs) {
                 spec.shared = endpoint::request_limit(def, &policy).is_some();
+                spec.shared_tokens = spec.shared && endpoint::token_limit(def, &policy).is_some();
+                spec.share_keys = true;
             }
         }
         let shares = specs.iter().any(|s| s.shared);
@@ -235,6 +239,37 @@ impl Shared {
         let slot = self.endpoints.get(usize::from(endpoint.0))?;
         let limit = endpoint::request_limit(&slot.def, &self.policy)?;
         Some((slot.name.as_str(), limit))
+    }
+
+    /// `endpoint`'s token limit when it is shared: tokens per minute and the bucket's
+    /// burst (counted under [`Shared::shared_limit`]'s name).
+    pub fn shared_token_limit(&self, endpoint: EndpointId) -> Option<(u64, u64)> {
+        self.shared_limit(endpoint)?;
+        let slot = self.endpoints.get(usize::from(endpoint.0))?;
+        endpoint::token_limit(&slot.def, &self.policy)
+    }
+
+    /// The token leases to settle with the store, oldest first.
+    pub fn take_token_settles(&self) -> Vec<TokenSettle> {
+        self.with_engine(|e| core::iter::from_fn(|| e.poll_token_settle()).collect())
+    }
+
+    /// The store's id of `endpoint`'s key `key`: `<endpoint name>.k<index>`, the same
+    /// on every replica with the same config, never the secret.
+    pub fn shared_key_id(&self, endpoint: EndpointId, key: u16) -> Option<String> {
+        let slot = self.endpoints.get(usize::from(endpoint.0))?;
+        (usize::from(key) < slot.headers.len()).then(|| format!("{}.k{key}", slot.name))
+    }
+
+    /// The changes of shared key states to write to the store, oldest first.
+    pub fn take_key_publishes(&self) -> Vec<KeyPublish> {
+        self.with_engine(|e| core::iter::from_fn(|| e.poll_key_publish()).collect())
+    }
+
+    /// What the store says of `endpoint`'s keys, by index (see
+    /// [`Engine::handle_shared_keys`]).
+    pub fn on_shared_keys(&self, now: Timestamp, endpoint: EndpointId, states: &[SharedKeyState]) {
+        self.with_engine(|e| e.handle_shared_keys(now, endpoint, states));
     }
 
     /// Whether calls are in the canonical shape (see [`Setup::canonical`]).

@@ -47,6 +47,8 @@ mod drive;
 mod errors;
 mod hedge;
 mod lease;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod stream;
 
 use std::sync::Arc;
@@ -128,9 +130,12 @@ impl ClientBuilder {
         self
     }
 
-    /// Shares the request limits (`rpm`) of the endpoints that have one with every
-    /// process using the same Redis and the same endpoint names: the limit is then the
-    /// total of all of them. Each process spends leases of the shared budget; while
+    /// Shares the request limits (`rpm`) of the endpoints that have one, and every
+    /// key's cooldowns and disables, with every process using the same Redis and the
+    /// same endpoint names: a limit is then the total of all of them, and a key one
+    /// process found revoked or throttled is left alone by the others. Build the client
+    /// inside a Tokio runtime: a task on it syncs the key states every
+    /// `shared.key_sync` while the client lives. Each process spends leases of the shared budget; while
     /// Redis cannot be reached, the policy's `shared.fail` decides (local limits
     /// alone, or nothing admitted), and sharing resumes when it answers.
     #[cfg(feature = "redis")]
@@ -153,16 +158,17 @@ impl ClientBuilder {
         let shared = Shared::new(self.setup)?;
         let clock = Clock::new();
         let urls = drive::parsed_urls(&shared);
-        Ok(Client {
-            inner: Arc::new(Inner {
-                #[cfg(feature = "redis")]
-                store: lease::Store::new(self.store, &shared),
-                http,
-                shared,
-                clock,
-                urls,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            #[cfg(feature = "redis")]
+            store: redis_store::Store::new(self.store, &shared),
+            http,
+            shared,
+            clock,
+            urls,
+        });
+        #[cfg(feature = "redis")]
+        redis_store::spawn_sync(&inner);
+        Ok(Client { inner })
     }
 }
 
@@ -176,7 +182,7 @@ struct Inner {
     urls: Vec<Option<reqwest::Url>>,
     /// The store shared limits are leased from.
     #[cfg(feature = "redis")]
-    store: lease::Store,
+    store: redis_store::Store,
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).

@@ -256,3 +256,53 @@ async fn with_redis_killed_fail_closed_admits_nothing_and_calls_end_by_their_dea
     );
     assert!(c.metrics().shared_resumed > 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_one_client_found_revoked_is_left_alone_by_the_others() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("keys");
+    // One of the two keys is revoked (its text says so): 401 from the mock.
+    let server =
+        MockServer::start(MockConfig::builtin("auth").expect("auth").with_seed(6)).expect("mock");
+    let make = |seed: u64| {
+        let endpoint = EndpointDef::new(server.base_url(), Provider::OpenAi, "sk-revoked-1")
+            .key(steadfast_mock::MOCK_KEY)
+            .name("two-keys");
+        let mut policy = Policy::standard();
+        policy.shared.key_sync = Duration::from_millis(50);
+        Client::builder()
+            .endpoint(endpoint)
+            .policy(policy)
+            .seed_u64(seed)
+            .shared_store(store(&redis.url, &prefix))
+            .build()
+            .expect("client builds")
+    };
+    let (a, b) = (make(50), make(51));
+    // The first client meets the revoked key (round robin: within two calls).
+    for i in 0..2 {
+        assert!(a.chat(ask(i)).await.is_ok(), "the other key serves it");
+    }
+    assert_eq!(
+        server.stats().status(401),
+        1,
+        "one 401, then the key is out"
+    );
+    // After a sync round or two, the second client knows without asking.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..10 {
+        assert!(b.chat(ask(10 + i)).await.is_ok());
+    }
+    let stats = server.stats();
+    println!("two clients, one revoked key: {:?}", stats.by_status);
+    assert_eq!(
+        stats.status(401),
+        1,
+        "the second client never sent the revoked key"
+    );
+    assert_eq!(
+        b.metrics().keys_disabled,
+        1,
+        "it was disabled from the shared state"
+    );
+}

@@ -185,6 +185,7 @@ fn disable_name(r: DisableReason) -> &'static str {
         DisableReason::QuotaExhausted => "quota_exhausted",
         DisableReason::Other => "other",
         DisableReason::Operator => "operator",
+        DisableReason::Shared => "shared",
     }
 }
 

@@ -25,6 +25,8 @@ pub(super) struct EndpointState {
     pub standby: bool,
     /// The shared request limit, when the endpoint has one.
     pub shared: Option<SharedQuota>,
+    /// Whether its keys' states are shared with other processes.
+    pub share_keys: bool,
     /// The first endpoint-scope failure since the last success, if the endpoint has
     /// failed since: how long it has been unavailable, for [`Query::max_hold`].
     pub failing_since: Option<Timestamp>,
@@ -77,18 +79,18 @@ impl EndpointState {
         self.servers.get_mut(usize::from(key.0)).filter(|_| follow)
     }
 
-    /// When the shared limit, if any, lets a call go: `None` for now.
-    pub fn shared_wait(&mut self, now: Timestamp) -> Option<Timestamp> {
-        match self.shared.as_mut()?.check(now) {
+    /// When the shared limit, if any, lets a call of `tokens` go: `None` for now.
+    pub fn shared_wait(&mut self, now: Timestamp, tokens: u64) -> Option<Timestamp> {
+        match self.shared.as_mut()?.check(now, tokens) {
             QuotaCheck::Go => None,
             QuotaCheck::Wait(at) => Some(at),
         }
     }
 
-    /// Spends a shared request for an admission at `now`.
-    pub fn spend_shared(&mut self, now: Timestamp) {
+    /// Spends a shared request and `tokens` shared tokens for an admission at `now`.
+    pub fn spend_shared(&mut self, now: Timestamp, tokens: u64) {
         if let Some(q) = self.shared.as_mut() {
-            q.spend(now);
+            q.spend(now, tokens);
         }
     }
 

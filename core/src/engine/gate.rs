@@ -73,7 +73,7 @@ impl Gate for Engine {
                 }
                 return false;
             }
-            if let Some(at) = s.shared_wait(now) {
+            if let Some(at) = s.shared_wait(now, tokens) {
                 blocked.note(at, WaitCause::RateLimit);
                 return false;
             }
@@ -94,7 +94,7 @@ impl Gate for Engine {
                 }
             }
             // Everything above allowed it, so these grant.
-            s.spend_shared(now);
+            s.spend_shared(now, tokens);
             charge = s
                 .server_mut(target.key)
                 .map(|server| server.charge(now, tokens));
@@ -201,6 +201,9 @@ impl Gate for Engine {
             return;
         };
         s.limiter.on_finish(now, entry.tokens, report.tokens_used);
+        if let (Some(q), Some(actual)) = (s.shared.as_mut(), report.tokens_used) {
+            q.on_usage(now, entry.tokens, actual);
+        }
         // A window with nothing `remaining` changes nothing (the instant was already
         // observed by `on_finish`), so a response without rate headers skips these.
         let has_windows =
@@ -292,7 +295,7 @@ impl Engine {
         let Some(at) = s.limiter.reserve(now, at, query.tokens) else {
             return busy;
         };
-        s.spend_shared(at);
+        s.spend_shared(at, query.tokens);
         let charge = s
             .server_mut(target.key)
             .map(|server| server.charge(at, query.tokens));

@@ -1,8 +1,10 @@
 //! The engine's side of shared limits (see [`crate::shared`]): the asks a driver
 //! takes to the store, and the answers it brings back.
 
-use crate::ids::EndpointId;
-use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters};
+use crate::ids::{EndpointId, Target};
+use crate::pool::{DisableReason, KeyState};
+use crate::shared::keys::{KeyPublish, SharedKeyState};
+use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, TokenSettle};
 use crate::time::Timestamp;
 
 use super::{Engine, EngineEvent};
@@ -45,6 +47,14 @@ impl Engine {
         }
     }
 
+    /// The next token lease to settle with the store (see [`TokenSettle`]).
+    pub fn poll_token_settle(&mut self) -> Option<TokenSettle> {
+        self.endpoints.iter_mut().enumerate().find_map(|(i, s)| {
+            let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            s.shared.as_mut().and_then(|q| q.poll_settle(endpoint))
+        })
+    }
+
     /// The counters of `endpoint`'s shared limit, if it has one.
     pub fn shared_counters(&self, endpoint: EndpointId) -> Option<SharedCounters> {
         self.state(endpoint)
@@ -58,5 +68,62 @@ impl Engine {
         self.state(endpoint)
             .and_then(|s| s.shared.as_ref())
             .is_some_and(|q| q.on_fallback(now))
+    }
+}
+
+impl Engine {
+    /// The next change of a shared key's state to write to the store (see
+    /// [`crate::shared::keys`]).
+    pub fn poll_key_publish(&mut self) -> Option<KeyPublish> {
+        self.keys.as_mut()?.poll_publish()
+    }
+
+    /// What the store says of `endpoint`'s keys at `now`, by key index: a key
+    /// cooling there cools here until the same instant, a key disabled there is
+    /// disabled here, and a key this engine disabled only because the store said so
+    /// is enabled again once the store no longer does. Nothing of it is published
+    /// back. Changes nothing for an endpoint that does not share its keys.
+    pub fn handle_shared_keys(
+        &mut self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        states: &[SharedKeyState],
+    ) {
+        let now = self.clock.observe(now);
+        let shares = self.state(endpoint).is_some_and(|s| s.share_keys);
+        let Some(sync) = self.keys.as_mut().filter(|_| shares) else {
+            return;
+        };
+        sync.set_applying(true);
+        for (k, state) in states.iter().enumerate() {
+            let Ok(key) = u16::try_from(k) else {
+                break;
+            };
+            let target = Target::new(endpoint.0, key);
+            let disabled_here = matches!(
+                self.pool.key_state(now, target),
+                Some(KeyState::Disabled { .. })
+            );
+            if state.disabled && !disabled_here {
+                if self
+                    .pool
+                    .on_key_rejected(now, target, DisableReason::Shared)
+                    .is_ok()
+                {
+                    sync.on_disabled_by_store(target);
+                }
+            } else if !state.disabled && sync.disabled_by_store(target) {
+                let _ = self.pool.enable_key(now, target);
+            }
+            if let Some(left) = state.cooling_for {
+                let _ = self
+                    .pool
+                    .on_throttled(now, target, now.saturating_add(left));
+            }
+        }
+        self.drain_events();
+        if let Some(sync) = self.keys.as_mut() {
+            sync.set_applying(false);
+        }
     }
 }

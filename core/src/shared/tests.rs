@@ -32,30 +32,30 @@ fn granted(requests: u32, valid_ms: u64) -> LeaseAnswer {
 
 #[test]
 fn no_lease_means_a_short_wait_and_one_ask() {
-    let mut q = SharedQuota::new(&SharedConfig::default());
-    assert_eq!(q.check(at(0)), QuotaCheck::Wait(at(0) + ms(1)));
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    assert_eq!(q.check(at(0), 0), QuotaCheck::Wait(at(0) + ms(1)));
     let ask = q.poll_ask(at(0), E0).expect("an ask");
     assert_eq!(ask.want, 8);
     // A second call waits for the same ask, capped by its timeout.
-    assert_eq!(q.check(at(0)), QuotaCheck::Wait(at(1)));
+    assert_eq!(q.check(at(0), 0), QuotaCheck::Wait(at(1)));
     assert_eq!(q.poll_ask(at(0), E0), None, "one ask at a time");
     assert_eq!(
         q.handle_answer(at(1), E0, ask.ticket, granted(2, 200)),
         None
     );
-    assert_eq!(q.check(at(1)), QuotaCheck::Go);
-    q.spend(at(1));
-    q.spend(at(2));
+    assert_eq!(q.check(at(1), 0), QuotaCheck::Go);
+    q.spend(at(1), 0);
+    q.spend(at(2), 0);
     assert_eq!(q.available(at(2)), 0);
-    assert_eq!(q.check(at(2)), QuotaCheck::Wait(at(3)));
+    assert_eq!(q.check(at(2), 0), QuotaCheck::Wait(at(3)));
     assert_eq!(q.counters().spent, 2);
     assert_eq!(q.counters().leased, 2);
 }
 
 #[test]
 fn an_empty_bucket_is_not_asked_again_before_its_instant() {
-    let mut q = SharedQuota::new(&SharedConfig::default());
-    let _ = q.check(at(0));
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    let _ = q.check(at(0), 0);
     let ask = q.poll_ask(at(0), E0).expect("an ask");
     let empty = LeaseAnswer::Granted {
         requests: 0,
@@ -63,24 +63,24 @@ fn an_empty_bucket_is_not_asked_again_before_its_instant() {
         retry_in: ms(100),
     };
     let _ = q.handle_answer(at(1), E0, ask.ticket, empty);
-    assert_eq!(q.check(at(50)), QuotaCheck::Wait(at(101)));
+    assert_eq!(q.check(at(50), 0), QuotaCheck::Wait(at(101)));
     assert_eq!(q.poll_ask(at(50), E0), None, "nothing wanted before 101 ms");
-    assert_eq!(q.check(at(101)), QuotaCheck::Wait(at(102)));
+    assert_eq!(q.check(at(101), 0), QuotaCheck::Wait(at(102)));
     assert!(q.poll_ask(at(101), E0).is_some(), "asked again at 101 ms");
     assert_eq!(q.counters().empty, 1);
 }
 
 #[test]
 fn a_lease_is_never_spent_after_it_expires() {
-    let mut q = SharedQuota::new(&SharedConfig::default());
-    let _ = q.check(at(0));
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    let _ = q.check(at(0), 0);
     let ask = q.poll_ask(at(0), E0).expect("an ask");
     let _ = q.handle_answer(at(0), E0, ask.ticket, granted(5, 100));
-    assert_eq!(q.check(at(99)), QuotaCheck::Go);
-    q.spend(at(99));
+    assert_eq!(q.check(at(99), 0), QuotaCheck::Go);
+    q.spend(at(99), 0);
     assert_eq!(q.available(at(100)), 0);
-    assert_eq!(q.check(at(100)), QuotaCheck::Wait(at(101)));
-    q.spend(at(100));
+    assert_eq!(q.check(at(100), 0), QuotaCheck::Wait(at(101)));
+    q.spend(at(100), 0);
     assert_eq!(q.counters().spent, 1);
     let ask = q.poll_ask(at(100), E0).expect("a new ask");
     let _ = q.handle_answer(at(100), E0, ask.ticket, granted(1, 100));
@@ -90,8 +90,8 @@ fn a_lease_is_never_spent_after_it_expires() {
 #[test]
 fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
     let config = SharedConfig::default();
-    let mut q = SharedQuota::new(&config);
-    let _ = q.check(at(0));
+    let mut q = SharedQuota::new(&config, None);
+    let _ = q.check(at(0), 0);
     let ask = q.poll_ask(at(0), E0).expect("an ask");
     assert_eq!(
         ask.expires,
@@ -111,8 +111,8 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
         })
     );
     // Fail open: the local limits alone decide.
-    assert_eq!(q.check(at(300)), QuotaCheck::Go);
-    q.spend(at(300));
+    assert_eq!(q.check(at(300), 0), QuotaCheck::Go);
+    q.spend(at(300), 0);
     assert_eq!(q.counters().fallback_admissions, 1);
     // The late answer to the timed-out ask changes nothing.
     assert_eq!(
@@ -122,7 +122,7 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
     assert_eq!(q.available(at(400)), 0);
     assert_eq!(q.poll_ask(at(1000), E0), None, "no ask on the fallback");
     // After it: asked again; an answer resumes sharing.
-    assert_eq!(q.check(at(1250)), QuotaCheck::Wait(at(1251)));
+    assert_eq!(q.check(at(1250), 0), QuotaCheck::Wait(at(1251)));
     let ask = q.poll_ask(at(1250), E0).expect("asked again");
     let resumed = q.handle_answer(at(1251), E0, ask.ticket, granted(3, 300));
     assert_eq!(
@@ -141,11 +141,11 @@ fn fail_closed_admits_nothing_until_the_store_is_asked_again() {
         fail: FailMode::Closed,
         ..SharedConfig::default()
     };
-    let mut q = SharedQuota::new(&config);
-    let _ = q.check(at(0));
+    let mut q = SharedQuota::new(&config, None);
+    let _ = q.check(at(0), 0);
     let ask = q.poll_ask(at(0), E0).expect("an ask");
     let _ = q.handle_answer(at(5), E0, ask.ticket, LeaseAnswer::Failed);
-    assert_eq!(q.check(at(6)), QuotaCheck::Wait(at(1005)));
+    assert_eq!(q.check(at(6), 0), QuotaCheck::Wait(at(1005)));
     assert_eq!(q.counters().failures, 1);
 }
 
@@ -425,5 +425,222 @@ proptest! {
         prop_assert!(sent.len() <= bucket.granted.len(), "seed {}", seed);
         // The store's own bound: any second holds at most burst + rate leased requests.
         prop_assert!(busiest(&bucket.granted, ms(1000)) <= 60 + 20, "seed {}", seed);
+    }
+}
+
+mod key_states {
+    use super::*;
+    use crate::ids::Target;
+    use crate::pool::{DisableReason, KeyState};
+    use crate::shared::keys::{KeyPublish, SharedKeyState};
+
+    fn sharing_engine(seed: u8) -> Engine {
+        let mut spec = EndpointSpec::new(0, 2);
+        spec.share_keys = true;
+        Engine::new(Policy::default().without_jitter(), &[spec], [seed; 32]).expect("engine")
+    }
+
+    /// Sends one attempt of a new call and answers it with `status`.
+    fn answer(engine: &mut Engine, now: Timestamp, status: u16) -> Target {
+        let mut call = engine.start_call(now, None);
+        let Decision::Send(a) = call.poll_decision(now, engine) else {
+            panic!("a first attempt goes at once");
+        };
+        call.on_outcome(now + ms(5), a.id, Outcome::Response(Response::new(status)))
+            .expect("in flight");
+        let _ = call.poll_decision(now + ms(5), engine);
+        a.target
+    }
+
+    #[test]
+    fn a_key_revoked_here_is_disabled_everywhere_and_never_echoed() {
+        let mut a = sharing_engine(1);
+        let mut b = sharing_engine(2);
+        let revoked = answer(&mut a, at(0), 401);
+        assert_eq!(
+            a.poll_key_publish(),
+            Some(KeyPublish::Disable {
+                target: revoked,
+                reason: DisableReason::Unauthorized,
+            })
+        );
+        assert_eq!(a.poll_key_publish(), None);
+        // The store's view, read back by the other engine.
+        let mut states = [SharedKeyState::default(); 2];
+        states[usize::from(revoked.key.0)].disabled = true;
+        b.handle_shared_keys(at(10), revoked.endpoint, &states);
+        assert_eq!(
+            b.pool().key_state(at(10), revoked),
+            Some(KeyState::Disabled {
+                reason: DisableReason::Shared
+            })
+        );
+        assert_eq!(
+            b.poll_key_publish(),
+            None,
+            "what came from the store goes not back"
+        );
+        // Every call of the other engine now goes to the good key.
+        for i in 0..4 {
+            let used = answer(&mut b, at(20 + i), 200);
+            assert_ne!(used, revoked);
+        }
+        // The disable is lifted in the store: enabled again here, and still not echoed.
+        b.handle_shared_keys(at(100), revoked.endpoint, &[SharedKeyState::default(); 2]);
+        assert_eq!(b.pool().key_state(at(100), revoked), Some(KeyState::Usable));
+        assert_eq!(b.poll_key_publish(), None);
+    }
+
+    #[test]
+    fn a_cooldown_reaches_the_others_until_the_same_instant() {
+        let mut a = sharing_engine(3);
+        let mut b = sharing_engine(4);
+        let target = Target::new(0, 1);
+        let mut states = [SharedKeyState::default(); 2];
+        states[1].cooling_for = Some(ms(750));
+        b.handle_shared_keys(at(250), E0, &states);
+        assert_eq!(
+            b.pool().key_state(at(250), target),
+            Some(KeyState::Cooling { until: at(1000) })
+        );
+        assert_eq!(b.poll_key_publish(), None);
+        // A 429 with Retry-After here goes out as a cooldown of its length.
+        let mut call = a.start_call(at(0), None);
+        let Decision::Send(first) = call.poll_decision(at(0), &mut a) else {
+            panic!("sent at once");
+        };
+        let hints = crate::hints::Hints {
+            retry_after: Some(ms(2000)),
+            ..crate::hints::Hints::default()
+        };
+        let throttled = Response::new(429).with_hints(hints);
+        call.on_outcome(at(10), first.id, Outcome::Response(throttled))
+            .expect("in flight");
+        let _ = call.poll_decision(at(10), &mut a);
+        match a.poll_key_publish() {
+            Some(KeyPublish::Cool { target, for_ }) => {
+                assert_eq!(target, first.target);
+                assert!(for_ >= ms(2000), "at least the server's hint: {for_:?}");
+            }
+            other => panic!("a cooldown to publish: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_does_not_share_its_keys_ignores_the_store() {
+        let mut engine =
+            Engine::new(Policy::default(), &[EndpointSpec::new(0, 1)], [5; 32]).expect("engine");
+        let revoked = answer(&mut engine, at(0), 401);
+        assert_eq!(engine.poll_key_publish(), None);
+        let states = [SharedKeyState {
+            cooling_for: Some(ms(100)),
+            disabled: false,
+        }];
+        let before = engine.pool().key_state(at(1), revoked);
+        engine.handle_shared_keys(at(1), revoked.endpoint, &states);
+        assert_eq!(engine.pool().key_state(at(1), revoked), before);
+    }
+}
+
+mod tokens {
+    use super::*;
+    use crate::shared::{LeaseKind, TokenSettle};
+
+    /// An endpoint sharing 60 000 tokens a minute (bucket 6 000) and 600 requests.
+    fn token_engine() -> Engine {
+        let mut policy = Policy::default().without_jitter();
+        policy.limiter = LimiterConfig {
+            requests: Some(600),
+            tokens: Some(60_000),
+            ..LimiterConfig::default()
+        };
+        let mut spec = EndpointSpec::new(0, 1).with_shared_limit();
+        spec.shared_tokens = true;
+        Engine::new(policy, core::slice::from_ref(&spec), [9; 32]).expect("engine")
+    }
+
+    fn grant(n: u32, valid_ms: u64) -> LeaseAnswer {
+        granted(n, valid_ms)
+    }
+
+    #[test]
+    fn tokens_are_leased_spent_by_estimates_and_settled_with_the_actual_usage() {
+        let mut engine = token_engine();
+        let mut call = engine.start_call(at(0), None).with_tokens(500);
+        assert!(matches!(
+            call.poll_decision(at(0), &mut engine),
+            Decision::Wait(_)
+        ));
+        // Both dimensions are asked for: requests first, then tokens.
+        let requests = engine.poll_lease_ask(at(0)).expect("a request lease");
+        assert_eq!(requests.kind, LeaseKind::Requests);
+        let tokens = engine.poll_lease_ask(at(0)).expect("a token lease");
+        assert_eq!(tokens.kind, LeaseKind::Tokens);
+        assert_eq!(
+            tokens.want, 1_500,
+            "a quarter of the bucket, at least the estimate"
+        );
+        engine.handle_lease(at(1), &requests, grant(4, 400));
+        engine.handle_lease(at(1), &tokens, grant(1_500, 1_500));
+        let Decision::Send(a) = call.poll_decision(at(1), &mut engine) else {
+            panic!("both leases cover the call");
+        };
+        // The answer used 800 tokens, 300 over the estimate: charged to the lease.
+        let mut done = Response::new(200);
+        done.tokens_used = Some(800);
+        call.on_outcome(at(50), a.id, Outcome::Response(done))
+            .expect("in flight");
+        assert!(matches!(
+            call.poll_decision(at(50), &mut engine),
+            Decision::Done(_)
+        ));
+        assert_eq!(
+            engine.poll_token_settle(),
+            None,
+            "nothing ends while the lease runs"
+        );
+        // The lease expires: settled with what was used of it.
+        engine.handle_timeout(at(1_501));
+        assert_eq!(
+            engine.poll_token_settle(),
+            Some(TokenSettle {
+                endpoint: E0,
+                reserved: 1_500,
+                spent: 800,
+            })
+        );
+        assert_eq!(engine.outstanding(), 0);
+    }
+
+    #[test]
+    fn a_call_larger_than_the_leased_tokens_asks_again_for_what_it_needs() {
+        let mut engine = token_engine();
+        let mut small = engine.start_call(at(0), None).with_tokens(100);
+        let _ = small.poll_decision(at(0), &mut engine);
+        let requests = engine.poll_lease_ask(at(0)).expect("requests");
+        let tokens = engine.poll_lease_ask(at(0)).expect("tokens");
+        engine.handle_lease(at(1), &requests, grant(8, 800));
+        // The store had only 200 free: an empty answer, then a smaller ask.
+        let empty = LeaseAnswer::Granted {
+            requests: 0,
+            valid_for: Duration::ZERO,
+            retry_in: ms(20),
+        };
+        engine.handle_lease(at(1), &tokens, empty);
+        assert!(
+            matches!(small.poll_decision(at(2), &mut engine), Decision::Wait(w) if w == at(21))
+        );
+        let _ = small.poll_decision(at(21), &mut engine);
+        let again = engine.poll_lease_ask(at(21)).expect("asked again");
+        assert_eq!(
+            (again.kind, again.want),
+            (LeaseKind::Tokens, 100),
+            "just the need"
+        );
+        engine.handle_lease(at(22), &again, grant(100, 100));
+        assert!(matches!(
+            small.poll_decision(at(22), &mut engine),
+            Decision::Send(_)
+        ));
     }
 }

@@ -167,7 +167,7 @@ pub fn from_toml_with(
     };
     let mut policy =
         policy_from_toml_based(&policy_text, default, base).map_err(FileError::Policy)?;
-    let shared = shared.map(|(entry, config)| {
+    let shared = shared.and_then(|(entry, config)| {
         policy.shared = config;
         entry
     });

@@ -34,10 +34,10 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
         .build()
         .map_err(|e| RunError::Setup(format!("cannot start the runtime: {e}")))?;
     let mut builder = Client::builder().policy(opts.policy.clone());
+    // A shared store's connection and the client's key sync live on this runtime.
+    let inside = runtime.enter();
     let mut ledger = None;
     if let Some(entry) = &opts.shared {
-        // The store's connection lives on this runtime.
-        let _inside = runtime.enter();
         let store = crate::shared::store(entry, &opts.policy.shared).map_err(RunError::Setup)?;
         if entry.ledger {
             let (claim_for, fail) = (entry.claim_for(), opts.policy.shared.fail);
@@ -58,6 +58,7 @@ pub fn run(opts: Options) -> Result<Summary, RunError> {
     let client = builder
         .build()
         .map_err(|e| RunError::Setup(format!("cannot set up the client: {e}")))?;
+    drop(inside);
     let (files, resume) = store::open(&opts.paths).map_err(|e| RunError::Setup(e.to_string()))?;
 
     let counters = Arc::new(Counters::default());

@@ -9,6 +9,7 @@ use clap::Args;
 use steadfast_http::ApiKey;
 
 use crate::serve::config::{self, ServeFile};
+use crate::serve::ledger::SharedFlights;
 use crate::serve::{Gateway, Parts};
 
 /// Arguments of `steadfast serve`.
@@ -86,8 +87,25 @@ pub fn parts(
     if let Some(seed) = seed {
         builder = builder.seed_u64(seed);
     }
+    let mut shared_flights = None;
     if let Some(entry) = &file.shared {
-        builder = builder.shared_store(crate::shared::store(entry, &file.policy.shared)?);
+        let store = crate::shared::store(entry, &file.policy.shared)?;
+        if entry.ledger {
+            // A stored success lives as long as the gateway replays one locally (at
+            // least a minute, so that replicas behind a balancer replay it too).
+            let keep = file
+                .gateway
+                .replay_for
+                .max(std::time::Duration::from_secs(60));
+            let fail = file.policy.shared.fail;
+            shared_flights = Some(SharedFlights::new(
+                store.clone(),
+                entry.claim_for(),
+                keep,
+                fail,
+            ));
+        }
+        builder = builder.shared_store(store);
     }
     let client = builder
         .build()
@@ -98,6 +116,7 @@ pub fn parts(
         routes: file.routes,
         keys,
         config: file.gateway,
+        shared_flights,
     })
 }
 

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::Gateway;
 use super::auth::Caller;
 use super::flight::{FlightKey, Flights, Join, Lead};
+use super::ledger::SharedTurn;
 use super::reply::{Answer, Body, GaveUp};
 use super::stream;
 
@@ -67,7 +68,20 @@ pub async fn serve(
     };
     loop {
         match gw.flights.join(flight.clone()) {
-            Join::Lead(lead) => return run(&gw, chat, Some(lead)).await,
+            Join::Lead(mut lead) => {
+                if let Some(shared) = gw.flights.shared() {
+                    match shared.turn(&flight).await {
+                        SharedTurn::Run => lead.claimed(),
+                        SharedTurn::Done(answer) => {
+                            gw.metrics.on_replayed();
+                            let response = replayed(&answer, "shared");
+                            lead.finish_replayed(answer);
+                            return response;
+                        }
+                    }
+                }
+                return run(&gw, chat, Some(lead)).await;
+            }
             Join::Replay(done) => {
                 gw.metrics.on_replayed();
                 return replayed(&done, "stored");

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::ledger::SharedFlights;
 use super::reply::Answer;
 
 /// Whose request, where, with which key.
@@ -41,6 +42,8 @@ pub struct Flights {
     state: Mutex<State>,
     replay_for: Duration,
     max_stored: usize,
+    /// The ledger shared with other replicas, if any.
+    shared: Option<SharedFlights>,
 }
 
 /// What a request with an idempotency key does.
@@ -62,6 +65,8 @@ pub struct Lead {
     flights: Arc<Flights>,
     key: FlightKey,
     tx: watch::Sender<Option<Arc<Answer>>>,
+    /// It holds the key's claim in the shared ledger, not yet finished.
+    claimed: bool,
 }
 
 impl Flights {
@@ -71,7 +76,20 @@ impl Flights {
             state: Mutex::new(State::default()),
             replay_for,
             max_stored,
+            shared: None,
         }
+    }
+
+    /// The same flights, their leads also claiming their keys in `shared`.
+    #[must_use]
+    pub fn with_shared(mut self, shared: Option<SharedFlights>) -> Flights {
+        self.shared = shared;
+        self
+    }
+
+    /// The ledger shared with other replicas, if any.
+    pub fn shared(&self) -> Option<&SharedFlights> {
+        self.shared.as_ref()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -95,6 +113,7 @@ impl Flights {
             flights: Arc::clone(self),
             key,
             tx,
+            claimed: false,
         })
     }
 
@@ -127,7 +146,27 @@ impl State {
 impl Lead {
     /// Hands `answer` to the waiting requests; stores it for replay when `keep` (a
     /// success).
-    pub fn finish(self, answer: Answer, keep: bool) {
+    pub fn finish(mut self, answer: Answer, keep: bool) {
+        if let Some(shared) = self.flights.shared.as_ref() {
+            shared.finish(&self.key, &answer, keep);
+        }
+        self.claimed = false;
+        self.hand_over(answer, keep);
+    }
+
+    /// Hands another replica's `answer` (from the shared ledger) to the waiting
+    /// requests, and keeps it for replay.
+    pub fn finish_replayed(mut self, answer: Answer) {
+        self.claimed = false;
+        self.hand_over(answer, true);
+    }
+
+    /// Notes that the lead holds its key's claim in the shared ledger.
+    pub fn claimed(&mut self) {
+        self.claimed = true;
+    }
+
+    fn hand_over(&self, answer: Answer, keep: bool) {
         let answer = Arc::new(answer);
         let f = &self.flights;
         {
@@ -151,6 +190,10 @@ impl Lead {
 
 impl Drop for Lead {
     fn drop(&mut self) {
+        // A lead that goes away unfinished gives its shared claim up at once.
+        if let (true, Some(shared)) = (self.claimed, self.flights.shared.as_ref()) {
+            shared.release(&self.key);
+        }
         // Finished or not, the key no longer runs; a follower of an unfinished lead sees
         // its channel close and joins again.
         let mut s = self.flights.lock();

@@ -13,6 +13,7 @@ pub mod chat;
 pub mod config;
 pub mod flight;
 pub mod handle;
+pub mod ledger;
 pub mod prom;
 pub mod reply;
 pub mod routes;
@@ -77,6 +78,8 @@ pub struct Parts {
     pub keys: Vec<ApiKey>,
     /// The `[gateway]` table.
     pub config: GatewayConfig,
+    /// The idempotency ledger shared with other replicas (`[shared] ledger = true`).
+    pub shared_flights: Option<ledger::SharedFlights>,
 }
 
 impl Gateway {
@@ -98,7 +101,9 @@ impl Gateway {
             client: parts.client,
             routes,
             keys: GatewayKeys::new(parts.keys),
-            flights: Arc::new(Flights::new(c.replay_for, c.replay_entries)),
+            flights: Arc::new(
+                Flights::new(c.replay_for, c.replay_entries).with_shared(parts.shared_flights),
+            ),
             metrics: GatewayMetrics::default(),
             config: parts.config,
             ending: rx,

@@ -58,7 +58,8 @@ pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<
     r
 }
 
-const EVENT_STREAM: &str = "text/event-stream";
+/// The content type of a stream.
+pub const EVENT_STREAM: &str = "text/event-stream";
 
 /// The longest stream kept for the requests that share its idempotency key.
 const MAX_SHARED: usize = 8 * 1024 * 1024;

@@ -25,7 +25,7 @@ impl Visit for Seen {
             "endpoint" => self.endpoint = text,
             "from" => self.from = text,
             "to" => self.to = text,
-            "message" => self.breaker = text == "breaker transition",
+            "message" => self.breaker = text == "steadfast.breaker.transition",
             _ => {}
         }
     }

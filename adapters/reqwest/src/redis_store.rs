@@ -1,0 +1,193 @@
+//! The client's Redis: leases of shared request and token limits, the settling of
+//! token leases, and the sync of shared key states (feature `redis`).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use steadfast_core::ids::EndpointId;
+use steadfast_http::{
+    KeyPublish, LeaseAnswer, LeaseAsk, LeaseKind, Shared, SharedKeyState, TokenSettle,
+};
+use steadfast_redis::{Decision, LimitKey, Rate, RedisStore, TokenRate};
+
+use crate::Inner;
+use crate::drive::Clock;
+
+/// One endpoint's shared limits as Redis counts them.
+#[derive(Debug, Clone)]
+struct Limits {
+    key: LimitKey,
+    requests: Rate,
+    tokens: Option<TokenRate>,
+}
+
+/// The Redis store and, per endpoint (in engine order), its shared limits.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    store: Option<RedisStore>,
+    limits: Vec<Option<Limits>>,
+}
+
+impl Store {
+    /// The limits of `shared`'s endpoints, named after the endpoints (an endpoint
+    /// whose name is no valid store id is never granted a lease: it runs on its
+    /// fallback).
+    pub(crate) fn new(store: Option<RedisStore>, shared: &Shared) -> Store {
+        let limits = (0..shared.endpoint_count())
+            .map(|i| {
+                let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+                let (name, limit) = shared.shared_limit(id)?;
+                let tokens = shared
+                    .shared_token_limit(id)
+                    .map(|(per_minute, burst)| TokenRate {
+                        per_minute: u32::try_from(per_minute).unwrap_or(u32::MAX),
+                        burst: u32::try_from(burst).unwrap_or(u32::MAX),
+                    });
+                Some(Limits {
+                    key: LimitKey::new(name).ok()?,
+                    requests: Rate {
+                        per_minute: limit.per_minute(),
+                        burst: limit.burst,
+                    },
+                    tokens,
+                })
+            })
+            .collect();
+        Store { store, limits }
+    }
+
+    /// Asks Redis for `ask`'s lease, waiting no longer than the ask lives. Its
+    /// validity is shortened by the round trip, so it never outlives the window the
+    /// store counted it in.
+    pub(crate) async fn lease(&self, clock: &Clock, ask: LeaseAsk) -> LeaseAnswer {
+        let limits = self.limits.get(usize::from(ask.endpoint.0));
+        let (Some(store), Some(Some(limits))) = (&self.store, limits) else {
+            return LeaseAnswer::Failed;
+        };
+        let asked = clock.timestamp();
+        let deadline = clock.instant(ask.expires);
+        let answer = match (ask.kind, limits.tokens) {
+            (LeaseKind::Requests, _) => {
+                let lease = store.lease(&limits.key, limits.requests, ask.want);
+                match tokio::time::timeout_at(deadline, lease).await {
+                    Ok(Ok(l)) => Some((l.requests, l.valid_for, l.retry_in)),
+                    _ => None,
+                }
+            }
+            (LeaseKind::Tokens, Some(rate)) => {
+                let reserve = store.reserve_tokens(&limits.key, rate, ask.want);
+                match tokio::time::timeout_at(deadline, reserve).await {
+                    Ok(Ok(Decision::Granted { n, .. })) => {
+                        Some((n, earn_back(n, rate), Duration::ZERO))
+                    }
+                    Ok(Ok(Decision::NotBefore { wait, .. })) => Some((0, Duration::ZERO, wait)),
+                    _ => None,
+                }
+            }
+            (LeaseKind::Tokens, None) => None,
+        };
+        let Some((requests, valid_for, retry_in)) = answer else {
+            return LeaseAnswer::Failed;
+        };
+        let trip = clock.timestamp().saturating_duration_since(asked);
+        LeaseAnswer::Granted {
+            requests,
+            valid_for: valid_for.saturating_sub(trip),
+            retry_in,
+        }
+    }
+
+    /// Settles ended token leases, then writes what this client learned of its keys
+    /// and reads back the state of every key (one pipeline per endpoint). A failed
+    /// Redis call skips its part: the next round tries again (a settle is lost: the
+    /// bucket keeps the charge, the conservative side).
+    async fn sync(&self, shared: &Shared, clock: &Clock) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        for settle in shared.take_token_settles() {
+            self.settle(store, settle).await;
+        }
+        let disable_for = shared.policy().shared.disable_for;
+        for publish in shared.take_key_publishes() {
+            let target = publish.target();
+            let Some(id) = shared.shared_key_id(target.endpoint, target.key.0) else {
+                continue;
+            };
+            let _ = match publish {
+                KeyPublish::Cool { for_, .. } => store.cool_key(&id, for_).await.map(|_| ()),
+                KeyPublish::Disable { .. } => store.disable_key(&id, disable_for).await,
+                KeyPublish::Enable { .. } => store.enable_key(&id).await,
+            };
+        }
+        for e in 0..shared.endpoint_count() {
+            let endpoint = EndpointId(u16::try_from(e).unwrap_or(u16::MAX));
+            let ids: Vec<String> = (0..u16::MAX)
+                .map_while(|k| shared.shared_key_id(endpoint, k))
+                .collect();
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let Ok(states) = store.key_states(&refs).await else {
+                continue;
+            };
+            let states: Vec<SharedKeyState> = states
+                .into_iter()
+                .map(|s| SharedKeyState {
+                    cooling_for: s.cooling_for,
+                    disabled: s.disabled,
+                })
+                .collect();
+            shared.on_shared_keys(clock.timestamp(), endpoint, &states);
+        }
+    }
+
+    /// Gives back a token lease's unspent tokens, or charges its overrun.
+    async fn settle(&self, store: &RedisStore, settle: TokenSettle) {
+        let limits = self.limits.get(usize::from(settle.endpoint.0));
+        let Some(Some(Limits {
+            key,
+            tokens: Some(rate),
+            ..
+        })) = limits
+        else {
+            return;
+        };
+        let reserved = u32::try_from(settle.reserved)
+            .unwrap_or(u32::MAX)
+            .min(rate.burst);
+        let _ = store
+            .reconcile_tokens(key, *rate, reserved, settle.spent)
+            .await;
+    }
+}
+
+/// How long the shared bucket takes to earn `n` tokens back at `rate`: a lease of
+/// them is spent within it.
+fn earn_back(n: u32, rate: TokenRate) -> Duration {
+    let per_minute = u64::from(rate.per_minute.max(1));
+    Duration::from_micros(u64::from(n).saturating_mul(60_000_000) / per_minute)
+}
+
+/// Starts the sync of a client with a store (token settles, key states) on the
+/// current Tokio runtime, every `shared.key_sync` (no runtime: nothing is synced). It
+/// ends when the client is dropped.
+pub(crate) fn spawn_sync(inner: &Arc<Inner>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if inner.store.store.is_none() {
+        return;
+    }
+    let every = inner.shared.policy().shared.key_sync;
+    let weak = Arc::downgrade(inner);
+    runtime.spawn(sync_loop(weak, every));
+}
+
+async fn sync_loop(weak: Weak<Inner>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        inner.store.sync(&inner.shared, &inner.clock).await;
+    }
+}
