@@ -31,6 +31,7 @@ use crate::breaker::{Breaker, BreakerEvent, BreakerMode, StateKind};
 use crate::budget::RetryBudget;
 use crate::error::ConfigError;
 use crate::health::{HealthReport, HealthWindow};
+use crate::hedge::HedgeBudget;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::{EndpointId, Target};
 use crate::limiter::{Limiter, LimiterConfig, ServerLimits};
@@ -177,6 +178,8 @@ pub struct Engine {
     stale_reports: u64,
     /// Sweeps that reclaimed overdue grants.
     reclaims: u64,
+    /// The hedge budget of every call.
+    hedges: HedgeBudget,
     /// Key states shared with other processes, when some endpoint shares them.
     keys: Option<KeySync>,
 }
@@ -220,6 +223,7 @@ impl Engine {
             });
         }
         Ok(Engine {
+            hedges: HedgeBudget::new(&policy.hedge),
             backoff: Backoff::new(policy.backoff),
             policy,
             pool,
@@ -295,6 +299,11 @@ impl Engine {
     /// Grants issued and not yet ended (attempts in flight and reserved slots).
     pub fn outstanding(&self) -> usize {
         self.ledger.len()
+    }
+
+    /// The hedge budget: calls counted and hedges paid.
+    pub fn hedge_budget(&self) -> &HedgeBudget {
+        &self.hedges
     }
 
     /// Reports refused because their grant was not this engine's, or already ended.

@@ -450,6 +450,28 @@ impl HealthWindow {
         report
     }
 
+    /// The `permille`-th thousandth quantile of the success latencies in the window
+    /// ending at `now` (900: the p90), or `None` with fewer than `min_samples`
+    /// successes in it. The hedge trigger reads it.
+    pub fn quantile(&self, now: Timestamp, permille: u64, min_samples: u32) -> Option<Duration> {
+        let current = self.slot_of(self.clock.latest().max(now));
+        let mut latency = [0u64; LATENCY_BINS];
+        let live = self
+            .buckets
+            .iter()
+            .filter(|b| b.slot <= current && current.saturating_sub(b.slot) < TIME_BUCKETS as u64);
+        for bucket in live {
+            for (sum, &n) in latency.iter_mut().zip(&bucket.latency) {
+                *sum = sum.saturating_add(u64::from(n));
+            }
+        }
+        let total = latency.iter().fold(0u64, |sum, &n| sum.saturating_add(n));
+        if total < u64::from(min_samples) {
+            return None;
+        }
+        permille_of(&latency, permille.min(1000))
+    }
+
     fn slot_of(&self, now: Timestamp) -> u64 {
         now.as_nanos().checked_div(self.slot_nanos).unwrap_or(0)
     }
@@ -542,11 +564,16 @@ fn bin_estimate(bin: usize) -> Duration {
 /// The nearest-rank `percent`-th percentile of the samples binned in `hist`: the
 /// estimate of the bin holding the `ceil(n × percent / 100)`-th smallest of the `n`.
 fn percentile(hist: &[u64; LATENCY_BINS], percent: u64) -> Option<Duration> {
+    permille_of(hist, percent.saturating_mul(10))
+}
+
+/// [`percentile`] in thousandths: the bin of the `ceil(n × permille / 1000)`-th smallest.
+fn permille_of(hist: &[u64; LATENCY_BINS], permille: u64) -> Option<Duration> {
     let total = hist.iter().fold(0u64, |sum, &n| sum.saturating_add(n));
     if total == 0 {
         return None;
     }
-    let rank = total.saturating_mul(percent).div_ceil(100).max(1);
+    let rank = total.saturating_mul(permille).div_ceil(1000).max(1);
     let mut seen: u64 = 0;
     for (bin, &n) in hist.iter().enumerate() {
         seen = seen.saturating_add(n);

@@ -83,6 +83,7 @@ pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod health;
+pub mod hedge;
 pub mod hints;
 pub mod idempotency;
 pub mod ids;

@@ -8,6 +8,7 @@ use crate::budget::BudgetConfig;
 use crate::classify::ClassifyConfig;
 use crate::error::ConfigError;
 use crate::health::{HealthConfig, SlaTargets};
+use crate::hedge::HedgeConfig;
 use crate::idempotency::StoreConfig;
 use crate::limiter::LimiterConfig;
 use crate::retry::RetryConfig;
@@ -43,6 +44,8 @@ pub struct Policy {
     pub idempotency: StoreConfig,
     /// How endpoints with a shared request limit lease it (see [`crate::shared`]).
     pub shared: SharedConfig,
+    /// Hedged attempts (see [`crate::hedge`]; off by default, and in every preset).
+    pub hedge: HedgeConfig,
 }
 
 /// A named starting point for a [`Policy`].
@@ -185,7 +188,8 @@ impl Policy {
         self.health.validate()?;
         self.sla.validate()?;
         self.idempotency.validate()?;
-        self.shared.validate()
+        self.shared.validate()?;
+        self.hedge.validate()
     }
 }
 

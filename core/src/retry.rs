@@ -14,6 +14,7 @@ use core::time::Duration;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::classify::{Failure, Scope, Verdict};
 use crate::error::UsageError;
+use crate::hedge::HedgeConfig;
 use crate::hints::Hints;
 use crate::idempotency::IdempotencyKey;
 use crate::ids::{AttemptId, EndpointId, EndpointSet, Target};
@@ -191,6 +192,15 @@ impl core::fmt::Display for GiveUpReason {
     }
 }
 
+/// An attempt in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Flight {
+    id: AttemptId,
+    grant: Grant,
+    sent_at: Timestamp,
+    deadline: Timestamp,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Ready {
@@ -204,12 +214,8 @@ enum State {
         at: Timestamp,
         avoid: Option<Avoid>,
     },
-    InFlight {
-        id: AttemptId,
-        grant: Grant,
-        sent_at: Timestamp,
-        deadline: Timestamp,
-    },
+    /// An attempt is in flight (and maybe a second one, in the call's `second`).
+    InFlight(Flight),
     /// The outcome itself waits in the call's `arrived`: kept out of the state, which
     /// every poll copies, it is written once and read in place.
     Arrived {
@@ -239,6 +245,18 @@ pub struct Call {
     /// The outcome of the attempt in [`State::Arrived`].
     arrived: Outcome,
     events: Ring<CallEvent, 8>,
+    /// When and how much to hedge (off unless [`Call::with_hedge`]).
+    hedge: HedgeConfig,
+    /// Hedges sent.
+    hedges: u32,
+    /// A second attempt in flight beside the one in the state (a hedge, or the attempt
+    /// it races when the hedge answered first): only while the state is `InFlight` or
+    /// `Arrived`.
+    second: Option<Flight>,
+    /// When the attempt in flight is hedged unless it answered.
+    hedge_at: Option<Timestamp>,
+    /// Attempts the driver must drop (see [`Call::poll_cancel`]).
+    cancels: Ring<AttemptId, 4>,
 }
 
 impl Call {
@@ -283,7 +301,32 @@ impl Call {
             },
             arrived: Outcome::Cancelled,
             events: Ring::new(),
+            hedge: HedgeConfig::default(),
+            hedges: 0,
+            second: None,
+            hedge_at: None,
+            cancels: Ring::new(),
         }
+    }
+
+    /// The same call hedged as `hedge` says (see [`crate::hedge`]). Only a driver that
+    /// can run two attempts at once turns it on: it must send every `Send` while the
+    /// other attempt keeps running, report each outcome by its id, and drop the
+    /// attempts [`Call::poll_cancel`] names. A call that is not idempotent never hedges.
+    #[must_use]
+    pub fn with_hedge(mut self, hedge: &HedgeConfig) -> Call {
+        self.set_hedge(hedge);
+        self
+    }
+
+    /// [`Call::with_hedge`] in place, before the first attempt.
+    pub fn set_hedge(&mut self, hedge: &HedgeConfig) {
+        self.hedge = *hedge;
+    }
+
+    /// Hedges sent so far.
+    pub fn hedges(&self) -> u32 {
+        self.hedges
     }
 
     /// The same call with an estimated token cost for token rate limits.
@@ -326,7 +369,10 @@ impl Call {
     }
 
     /// Reports what happened to attempt `id`. A late outcome for an attempt the call
-    /// already timed out is an error the driver may ignore.
+    /// already timed out, or cancelled after the other of two answered, is an error
+    /// the driver may ignore. With two attempts in flight, poll after each outcome: a
+    /// second outcome reported before the first was polled is refused (and that
+    /// attempt times out at its deadline).
     pub fn on_outcome(
         &mut self,
         now: Timestamp,
@@ -335,18 +381,16 @@ impl Call {
     ) -> Result<(), UsageError> {
         let now = self.clock.observe(now);
         match self.state {
-            State::InFlight {
-                id: current,
-                grant,
-                sent_at,
-                ..
-            } if current == id => {
-                self.arrived = outcome;
-                self.state = State::Arrived {
-                    grant,
-                    sent_at,
-                    at: now,
+            State::InFlight(f) if f.id == id => {
+                self.arrive(f, outcome, now);
+                Ok(())
+            }
+            State::InFlight(f) if self.second.is_some_and(|s| s.id == id) => {
+                // The second answered first: it is settled, the first keeps running.
+                let Some(second) = self.second.replace(f) else {
+                    return Err(UsageError::UnknownAttempt { id });
                 };
+                self.arrive(second, outcome, now);
                 Ok(())
             }
             State::Done(_) => Err(UsageError::Finished),
@@ -361,8 +405,10 @@ impl Call {
         loop {
             match self.state {
                 State::Done(finish) => return Decision::Done(finish),
-                State::InFlight { deadline, .. } if now < deadline => {
-                    return Decision::Wait(deadline);
+                State::InFlight(f) => {
+                    if let Some(decision) = self.poll_in_flight(now, gate, f) {
+                        return decision;
+                    }
                 }
                 State::Reserved { at, .. } if now < at => return Decision::Wait(at),
                 // Polled too late for its slot: the slot is given back and the deadline
@@ -372,21 +418,9 @@ impl Call {
                     self.state = State::Ready { avoid, wake: None };
                 }
                 State::Reserved { grant, avoid, .. } => match gate.confirm(now, &grant) {
-                    Some(grant) => return Decision::Send(self.send(now, grant)),
+                    Some(grant) => return Decision::Send(self.send(now, grant, gate)),
                     None => self.state = State::Ready { avoid, wake: None },
                 },
-                State::InFlight { grant, sent_at, .. } => {
-                    // The driver did not report in time: the attempt timed out.
-                    self.arrived = Outcome::Transport(Transport::new(
-                        TransportKind::Timeout,
-                        Phase::AfterSend,
-                    ));
-                    self.state = State::Arrived {
-                        grant,
-                        sent_at,
-                        at: now,
-                    };
-                }
                 State::Arrived { grant, sent_at, at } => self.settle(gate, grant, sent_at, at),
                 State::Ready {
                     wake: Some(wake), ..
@@ -413,7 +447,7 @@ impl Call {
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self.state {
             State::Done(_) => None,
-            State::InFlight { deadline, .. } => Some(deadline),
+            State::InFlight(f) => Some(self.in_flight_wake(f)),
             State::Reserved { at, .. } => Some(at),
             State::Arrived { at, .. } => Some(at),
             State::Ready { wake, .. } => Some(wake.unwrap_or(self.clock.latest())),
@@ -425,18 +459,26 @@ impl Call {
         self.events.pop()
     }
 
+    /// The next attempt the driver must drop (close its request, ignore its answer):
+    /// the loser of a hedge's race. The core has already given its grant back. Drain
+    /// it after every poll of a hedged call.
+    pub fn poll_cancel(&mut self) -> Option<AttemptId> {
+        self.cancels.pop()
+    }
+
     /// Gives the call up at `now`: an attempt in flight is reported to the gate as
     /// cancelled (releasing what it held) and the call finishes with `Cancelled`.
     pub fn cancel<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) -> Finish {
         let now = self.clock.observe(now);
         match self.state {
-            State::InFlight { grant, sent_at, .. } => {
+            State::InFlight(f) => {
                 self.arrived = Outcome::Cancelled;
-                self.settle(gate, grant, sent_at, now);
+                self.settle(gate, f.grant, f.sent_at, now);
             }
             State::Reserved { grant, .. } => gate.release(now, &grant),
             _ => {}
         }
+        self.drop_second(now, gate);
         match self.state {
             State::Done(finish) => finish,
             _ => self.finish(now, GiveUpReason::Cancelled),
@@ -465,13 +507,11 @@ impl Call {
             max_hold: self.config.max_hold,
             only: self.only,
             deadline: self.deadline,
-            span: self
-                .config
-                .first_event_timeout
-                .unwrap_or(self.config.attempt_timeout),
+            span: self.span(),
+            hedge: false,
         };
         match gate.admit(now, &query) {
-            Admit::Go(grant) => Decision::Send(self.send(now, grant)),
+            Admit::Go(grant) => Decision::Send(self.send(now, grant, gate)),
             // The reserved slot is waited for (or, if already due, confirmed) by
             // `poll_decision`'s `Reserved` arms.
             Admit::At(grant, at) => {
@@ -509,17 +549,16 @@ impl Call {
         }
     }
 
-    fn send(&mut self, now: Timestamp, grant: Grant) -> Attempt {
-        self.attempts = self.attempts.saturating_add(1);
-        let id = AttemptId(self.attempts);
-        let left = self.deadline.saturating_duration_since(now);
-        // A stream's whole length is not bounded by the call's deadline: only its
-        // first event is, since after it the call is committed and never retried.
-        let (timeout, first_event_timeout) = match self.config.first_event_timeout {
-            Some(first) => (self.config.attempt_timeout, Some(first.min(left))),
-            None => (self.config.attempt_timeout.min(left), None),
-        };
-        let deadline = now.saturating_add(first_event_timeout.unwrap_or(timeout));
+    /// The longest an attempt may take once sent (its timeout, or for a stream its
+    /// first-event timeout).
+    fn span(&self) -> Duration {
+        self.config
+            .first_event_timeout
+            .unwrap_or(self.config.attempt_timeout)
+    }
+
+    fn send<G: Gate + ?Sized>(&mut self, now: Timestamp, grant: Grant, gate: &G) -> Attempt {
+        let (attempt, flight) = self.attempt(now, grant);
         if let Some(from) = self
             .last_target
             .filter(|t| t.endpoint != grant.target.endpoint)
@@ -531,18 +570,36 @@ impl Call {
             });
         }
         self.last_target = Some(grant.target);
+        self.state = State::InFlight(flight);
+        self.hedge_at = self.arm_hedge(now, gate, flight);
+        attempt
+    }
+
+    /// Counts a new attempt on `grant` sent at `now`: what the driver gets, and what
+    /// the call keeps in flight.
+    fn attempt(&mut self, now: Timestamp, grant: Grant) -> (Attempt, Flight) {
+        self.attempts = self.attempts.saturating_add(1);
+        let id = AttemptId(self.attempts);
+        let left = self.deadline.saturating_duration_since(now);
+        // A stream's whole length is not bounded by the call's deadline: only its
+        // first event is, since after it the call is committed and never retried.
+        let (timeout, first_event_timeout) = match self.config.first_event_timeout {
+            Some(first) => (self.config.attempt_timeout, Some(first.min(left))),
+            None => (self.config.attempt_timeout.min(left), None),
+        };
+        let deadline = now.saturating_add(first_event_timeout.unwrap_or(timeout));
         self.events.push(CallEvent::AttemptStarted {
             at: now,
             id,
             target: grant.target,
         });
-        self.state = State::InFlight {
+        let flight = Flight {
             id,
             grant,
             sent_at: now,
             deadline,
         };
-        Attempt {
+        let attempt = Attempt {
             id,
             target: grant.target,
             timeout,
@@ -551,7 +608,8 @@ impl Call {
             first_event_timeout,
             stall_timeout: self.config.stall_timeout,
             idempotency_key: self.key,
-        }
+        };
+        (attempt, flight)
     }
 
     /// Classifies the arrived outcome, tells the gate, and moves to `Ready` or `Done`.
@@ -562,6 +620,7 @@ impl Call {
         sent_at: Timestamp,
         at: Timestamp,
     ) {
+        self.hedge_at = None;
         let verdict = gate.classifier().classify(&self.arrived);
         let tokens_used = match &self.arrived {
             Outcome::Response(r) => {
@@ -571,6 +630,25 @@ impl Call {
             _ => None,
         };
         let latency = at.saturating_duration_since(sent_at);
+        if let (Verdict::Failure(failure), Some(other)) = (verdict, self.second) {
+            // One of two failed while the other still runs: no retry, the call waits
+            // for the other (unless the failure ends the call anyway).
+            if failure.retryable && !matches!(self.arrived, Outcome::Cancelled) {
+                self.last_failure = Some(failure);
+                let report = Report {
+                    grant,
+                    verdict,
+                    latency,
+                    hints: hints_of(&self.arrived),
+                    tokens_used,
+                    retry_at: None,
+                };
+                gate.on_attempt_end(at, &report);
+                self.second = None;
+                self.state = State::InFlight(other);
+                return;
+            }
+        }
         // A failure is planned (stop, or retry when) before the gate hears of it: the
         // report carries the retry instant.
         let planned = match verdict {
@@ -601,6 +679,10 @@ impl Call {
             retry_at: planned.and_then(|(_, _, avoid)| avoid).map(|a| a.until),
         };
         gate.on_attempt_end(at, &report);
+        if !matches!(planned, Some((_, None, Some(_)))) {
+            // The call is over: the other attempt, if one runs, lost.
+            self.drop_second(at, gate);
+        }
         match planned {
             None => {
                 self.events.push(CallEvent::Succeeded {
@@ -633,6 +715,147 @@ impl Call {
                 }
             }
         }
+    }
+
+    /// Sets the attempt `f` as arrived at `at` with `outcome`.
+    fn arrive(&mut self, f: Flight, outcome: Outcome, at: Timestamp) {
+        self.arrived = outcome;
+        self.state = State::Arrived {
+            grant: f.grant,
+            sent_at: f.sent_at,
+            at,
+        };
+    }
+
+    /// What an in-flight call does at `now`: time out an overdue attempt (then `None`:
+    /// settle it), send a hedge whose instant came, or wait.
+    fn poll_in_flight<G: Gate + ?Sized>(
+        &mut self,
+        now: Timestamp,
+        gate: &mut G,
+        f: Flight,
+    ) -> Option<Decision> {
+        // The driver did not report in time: the attempt timed out.
+        let timeout =
+            || Outcome::Transport(Transport::new(TransportKind::Timeout, Phase::AfterSend));
+        if let Some(s) = self
+            .second
+            .filter(|s| now >= s.deadline && s.deadline <= f.deadline)
+        {
+            self.second = Some(f);
+            self.arrive(s, timeout(), now);
+            return None;
+        }
+        if now >= f.deadline {
+            self.arrive(f, timeout(), now);
+            return None;
+        }
+        if self.hedge_at.is_some_and(|at| now >= at) {
+            self.hedge_at = None;
+            if let Some(hedge) = self.try_hedge(now, gate, f) {
+                return Some(Decision::Send(hedge));
+            }
+        }
+        Some(Decision::Wait(self.in_flight_wake(f)))
+    }
+
+    /// The next instant an in-flight call needs a poll: an attempt's deadline, or the
+    /// hedge's instant.
+    fn in_flight_wake(&self, f: Flight) -> Timestamp {
+        [self.second.map(|s| s.deadline), self.hedge_at]
+            .into_iter()
+            .flatten()
+            .fold(f.deadline, Timestamp::min)
+    }
+
+    /// Whether one more hedge may go out beside the attempt in flight.
+    fn may_hedge(&self) -> bool {
+        self.hedge.is_on()
+            && self.config.idempotent
+            && self.hedges < self.hedge.max_per_call
+            && self.attempts < self.config.max_attempts
+            && self.second.is_none()
+    }
+
+    /// When the attempt `f`, just sent at `now`, is hedged unless it answered.
+    fn arm_hedge<G: Gate + ?Sized>(
+        &self,
+        now: Timestamp,
+        gate: &G,
+        f: Flight,
+    ) -> Option<Timestamp> {
+        if !self.may_hedge() {
+            return None;
+        }
+        let endpoint = f.grant.target.endpoint;
+        let known = self
+            .hedge
+            .permille()
+            .and_then(|p| gate.latency_quantile(now, endpoint, p, self.hedge.min_samples));
+        let at = now.saturating_add(self.hedge.delay(known)?);
+        (at < f.deadline).then_some(at)
+    }
+
+    /// The hedge of `f` at `now`, if the gate grants one: another key or endpoint when
+    /// one is free, else the same key.
+    fn try_hedge<G: Gate + ?Sized>(
+        &mut self,
+        now: Timestamp,
+        gate: &mut G,
+        f: Flight,
+    ) -> Option<Attempt> {
+        if !self.may_hedge() || now >= self.deadline {
+            return None;
+        }
+        let mut query = Query {
+            attempt: self.attempts.saturating_add(1),
+            avoid: Some(Avoid {
+                target: f.grant.target,
+                scope: Scope::Key,
+                until: f.deadline,
+                cause: WaitCause::Backoff,
+            }),
+            tokens: self.tokens,
+            hold: false,
+            max_hold: self.config.max_hold,
+            only: self.only,
+            deadline: self.deadline,
+            span: self.span(),
+            hedge: true,
+        };
+        let grant = match admit_now(now, gate, &query) {
+            Some(grant) => grant,
+            None => {
+                query.avoid = None;
+                admit_now(now, gate, &query)?
+            }
+        };
+        self.hedges = self.hedges.saturating_add(1);
+        self.events.push(CallEvent::HedgeSent {
+            at: now,
+            id: AttemptId(self.attempts.saturating_add(1)),
+            beside: f.id,
+            target: grant.target,
+        });
+        let (attempt, flight) = self.attempt(now, grant);
+        self.second = Some(flight);
+        Some(attempt)
+    }
+
+    /// Cancels the second attempt in flight, if there is one: its grant goes back to
+    /// the gate and the driver is told to drop it.
+    fn drop_second<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) {
+        self.hedge_at = None;
+        let Some(s) = self.second.take() else {
+            return;
+        };
+        gate.release(now, &s.grant);
+        self.cancels.push(s.id);
+        self.events.push(CallEvent::AttemptCancelled {
+            at: now,
+            id: s.id,
+            target: s.grant.target,
+        });
     }
 
     /// Why the sequence must stop after `failure`, if it must.
@@ -695,6 +918,18 @@ impl Call {
     }
 }
 
+/// A grant to send at once, or none (a reserved slot is given back: a hedge never waits).
+fn admit_now<G: Gate + ?Sized>(now: Timestamp, gate: &mut G, query: &Query) -> Option<Grant> {
+    match gate.admit(now, query) {
+        Admit::Go(grant) => Some(grant),
+        Admit::At(grant, _) => {
+            gate.release(now, &grant);
+            None
+        }
+        Admit::NotBefore(..) | Admit::Refuse(_) => None,
+    }
+}
+
 /// The server's hints in an outcome.
 fn hints_of(outcome: &Outcome) -> &Hints {
     match outcome {
@@ -705,3 +940,6 @@ fn hints_of(outcome: &Outcome) -> &Hints {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hedge_tests;

@@ -384,4 +384,14 @@ impl Gate for Watched<'_> {
         self.engine.on_attempt_end(now, report);
         self.watch.reports.push(report.verdict);
     }
+
+    fn latency_quantile(
+        &self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        permille: u64,
+        min_samples: u32,
+    ) -> Option<core::time::Duration> {
+        Gate::latency_quantile(&*self.engine, now, endpoint, permille, min_samples)
+    }
 }

@@ -11,8 +11,9 @@ pub const MAX_SPAN: Duration = Duration::from_secs(3600);
 
 /// A distribution of spans.
 ///
-/// In TOML: `{ fixed = "200ms" }`, `{ uniform = { min = "100ms", max = "1s" } }` or
-/// `{ lognormal = { median = "800ms", sigma = 0.5 } }`.
+/// In TOML: `{ fixed = "200ms" }`, `{ uniform = { min = "100ms", max = "1s" } }`,
+/// `{ lognormal = { median = "800ms", sigma = 0.5 } }` or
+/// `{ tail = { min = "50ms", max = "150ms", share = 0.2, held = "3s" } }`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
@@ -35,6 +36,21 @@ pub enum Dist {
         /// The spread of the logarithm, in `[0, 5]`.
         sigma: f64,
     },
+    /// A slow tail: a `share` of draws take `held`, the rest are uniform between `min`
+    /// and `max` (one uniform draw either way).
+    Tail {
+        /// The shortest ordinary span.
+        #[serde(with = "serde_human")]
+        min: Duration,
+        /// The longest ordinary span.
+        #[serde(with = "serde_human")]
+        max: Duration,
+        /// The share of draws held, in `[0, 1]`.
+        share: f64,
+        /// How long a held draw takes.
+        #[serde(with = "serde_human")]
+        held: Duration,
+    },
 }
 
 impl Dist {
@@ -50,6 +66,19 @@ impl Dist {
                 let factor = (sigma * standard_normal(rng)).exp();
                 let secs = (median.as_secs_f64() * factor).min(MAX_SPAN.as_secs_f64());
                 Duration::try_from_secs_f64(secs).unwrap_or(MAX_SPAN)
+            }
+            Dist::Tail {
+                min,
+                max,
+                share,
+                held,
+            } => {
+                let u = unit_f64(rng);
+                if u < share {
+                    return held;
+                }
+                let rest = ((u - share) / (1.0 - share)).clamp(0.0, 1.0);
+                min.saturating_add(max.saturating_sub(min).mul_f64(rest))
             }
         }
     }
@@ -70,6 +99,14 @@ impl Dist {
                 Err(("lognormal.sigma", format!("{sigma} is outside [0, 5]")))
             }
             Dist::Lognormal { .. } => Ok(()),
+            Dist::Tail { min, max, .. } if min > max => Err((
+                "tail.min",
+                format!("{} is greater than max ({})", human(min), human(max)),
+            )),
+            Dist::Tail { share, .. } if !(0.0..=1.0).contains(&share) => {
+                Err(("tail.share", format!("{share} is outside [0, 1]")))
+            }
+            Dist::Tail { .. } => Ok(()),
         }
     }
 }

@@ -281,7 +281,7 @@ impl Upstream {
     }
 
     /// Server-side idempotency: a stored success is replayed, a key in progress gets
-    /// 409.
+    /// 409 (unless the endpoint does not refuse them: then it is processed).
     fn keyed(&mut self, now: Timestamp, a: &Admitted, key: Option<&str>) -> Option<Answer> {
         let key = key?;
         let max = self.config.max_keys;
@@ -298,6 +298,7 @@ impl Upstream {
         }
         let answer = match server.idem.seen(key) {
             Seen::New => return None,
+            Seen::InProgress if !server.spec.conflicts => return None,
             Seen::Done(stored) => {
                 let body = Body::Success {
                     success: Box::new(stored.clone()),

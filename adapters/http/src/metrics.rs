@@ -68,6 +68,8 @@ fn get(c: &AtomicU64) -> u64 {
 pub struct CallTally {
     stream: bool,
     failing_over: bool,
+    /// The next attempt is a hedge (not a retry).
+    hedging: bool,
 }
 
 impl CallTally {
@@ -76,6 +78,7 @@ impl CallTally {
         CallTally {
             stream,
             failing_over: false,
+            hedging: false,
         }
     }
 }
@@ -89,11 +92,13 @@ impl Metrics {
         match ev {
             CallEvent::AttemptStarted { id, .. } => {
                 bump(&self.attempts);
-                if id.0 > 1 && !call.failing_over {
+                if id.0 > 1 && !call.failing_over && !call.hedging {
                     bump(&self.retries);
                 }
                 call.failing_over = false;
+                call.hedging = false;
             }
+            CallEvent::HedgeSent { .. } => call.hedging = true,
             CallEvent::Failover { .. } => {
                 bump(&self.failovers);
                 call.failing_over = true;
@@ -323,6 +328,20 @@ fn trace_call(ev: &CallEvent) {
             until = %until,
             wait_ms = millis(until.saturating_duration_since(*at)),
             "steadfast.retry.scheduled"
+        ),
+        CallEvent::HedgeSent {
+            at,
+            id,
+            beside,
+            target,
+        } => info!(
+            name: "steadfast.hedge.sent",
+            target: "steadfast",
+            at = %at,
+            attempt = id.0,
+            beside = beside.0,
+            to = %target,
+            "steadfast.hedge.sent"
         ),
         CallEvent::Failover { at, from, to } => {
             warn!(name: "steadfast.failover", target: "steadfast", at = %at, from = %from, to = %to, "steadfast.failover");

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
-use steadfast_core::ids::{EndpointId, EndpointSet, Target};
+use steadfast_core::ids::{AttemptId, EndpointId, EndpointSet, Target};
 use steadfast_core::outcome::{Outcome, Transport};
 use steadfast_core::retry::{Attempt, Call, Decision, Finish, GiveUp, RetryConfig};
 use steadfast_core::shared::{LeaseAnswer, LeaseAsk};
@@ -117,7 +117,14 @@ pub struct Session<'c, E> {
     translated: Option<Value>,
     tally: CallTally,
     bodies: Vec<Option<Bytes>>,
+    /// The attempt the next report is about.
     in_flight: Option<Attempt>,
+    /// Every attempt in flight (two while a hedge races its attempt).
+    flights: Vec<Attempt>,
+    /// Attempts the core cancelled, for the driver to drop (see [`Session::poll_cancel`]).
+    cancelled: Vec<AttemptId>,
+    /// Whether calls hedge (the driver runs two attempts at once).
+    hedge: bool,
     /// The latest instant an input carried: a session dropped before it is done is
     /// cancelled at that instant.
     latest: Timestamp,
@@ -222,6 +229,9 @@ impl<'c, E> Session<'c, E> {
             tally: CallTally::new(stream),
             bodies: vec![None; shared.endpoints.len()],
             in_flight: None,
+            flights: Vec::new(),
+            cancelled: Vec::new(),
+            hedge: false,
             latest: now,
             last: Last {
                 target: None,
@@ -253,6 +263,37 @@ impl<'c, E> Session<'c, E> {
     fn translates_for(&self, endpoint: EndpointId) -> bool {
         self.shape
             .is_some_and(|shape| shape != self.shared.provider(endpoint))
+    }
+
+    /// The same session hedged as the policy's `[hedge]` says, for a driver that runs
+    /// two attempts at once: it sends every [`Step::Send`] while the other attempt keeps
+    /// running, names the attempt each report is about ([`Session::select_attempt`]),
+    /// and drops the attempts [`Session::poll_cancel`] names. Call it before the first
+    /// poll; a policy without hedging leaves the session as it is.
+    #[must_use]
+    pub fn hedged(mut self) -> Self {
+        if self.shared.policy.hedge.is_on() {
+            self.hedge = true;
+            self.call.set_hedge(&self.shared.policy.hedge);
+        }
+        self
+    }
+
+    /// Whether the session hedges (see [`Session::hedged`]).
+    pub fn is_hedged(&self) -> bool {
+        self.hedge
+    }
+
+    /// Directs the next report to attempt `id`; false when it is no longer in flight
+    /// (it was cancelled or timed out): its result is then to be dropped.
+    pub fn select_attempt(&mut self, id: AttemptId) -> bool {
+        self.in_flight = self.flights.iter().copied().find(|a| a.id == id);
+        self.in_flight.is_some()
+    }
+
+    /// The next attempt to drop: it lost a hedge's race (its grant is already back).
+    pub fn poll_cancel(&mut self) -> Option<AttemptId> {
+        self.cancelled.pop()
     }
 
     /// The idempotency key every attempt of the running call carries.
@@ -303,6 +344,13 @@ impl<'c, E> Session<'c, E> {
                 (decision, waits.then(|| e.poll_lease_ask(now)).flatten())
             });
             self.drain_call_events();
+            while let Some(id) = self.call.poll_cancel() {
+                self.flights.retain(|a| a.id != id);
+                if self.in_flight.is_some_and(|a| a.id == id) {
+                    self.in_flight = None;
+                }
+                self.cancelled.push(id);
+            }
             match (decision, ask) {
                 (Decision::Send(attempt), _) => return Step::Send(self.outgoing(attempt)),
                 (Decision::Wait(_), Some(ask)) => return Step::Lease(ask),
@@ -353,7 +401,11 @@ impl<'c, E> Session<'c, E> {
             only: Some(EndpointSet::one(endpoint)),
         };
         self.call = next.call(self.shared, now);
+        if self.hedge {
+            self.call.set_hedge(&self.shared.policy.hedge);
+        }
         self.in_flight = None;
+        self.flights.clear();
         self.success = None;
         self.drain_call_events();
     }
@@ -373,6 +425,7 @@ impl<'c, E> Session<'c, E> {
         let e = usize::from(attempt.target.endpoint.0);
         let k = usize::from(attempt.target.key.0);
         self.in_flight = Some(attempt);
+        self.flights.push(attempt);
         self.trace.on_attempt(shared, &attempt);
         self.last.target = Some(attempt.target);
         let (url, mut headers, model) = match shared.endpoints.get(e) {
@@ -423,6 +476,7 @@ impl<'c, E> Session<'c, E> {
         let Some(attempt) = self.in_flight.take() else {
             return false;
         };
+        self.flights.retain(|a| a.id != attempt.id);
         self.trace.on_outcome(&outcome, self.success.as_ref());
         // A late report (the call already timed the attempt out) is dropped: the
         // core has counted it as a timeout.

@@ -31,7 +31,7 @@ impl Clock {
     }
 
     /// The instant now, with the wall clock, for a report.
-    fn now(&self) -> Now {
+    pub(crate) fn now(&self) -> Now {
         self.0.now(Instant::now().into_std())
     }
 
@@ -40,7 +40,7 @@ impl Clock {
         Instant::from_std(self.0.instant(at))
     }
 
-    async fn sleep_until(&self, at: Timestamp) {
+    pub(crate) async fn sleep_until(&self, at: Timestamp) {
         tokio::time::sleep_until(self.instant(at)).await;
     }
 }
@@ -59,7 +59,7 @@ pub(crate) fn parsed_urls(shared: &steadfast_http::Shared) -> Vec<Option<reqwest
 }
 
 /// The request of `out`, bounded as a whole by the attempt's timeout when `whole`.
-fn request(c: &Inner, out: Outgoing<'_>, whole: bool) -> reqwest::RequestBuilder {
+pub(crate) fn request(c: &Inner, out: Outgoing<'_>, whole: bool) -> reqwest::RequestBuilder {
     let timeout = out.attempt.timeout;
     let parsed = c.urls.get(usize::from(out.attempt.target.endpoint.0));
     let req = match parsed {
@@ -76,7 +76,11 @@ pub(crate) async fn chat(
     options: &CallOptions,
     body: &Value,
 ) -> Result<Reply, CallError> {
-    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
+    let s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
+    let mut s = s.hedged();
+    if s.is_hedged() {
+        return crate::hedge::chat(c, s).await;
+    }
     let span = s.call_span();
     span.instrument(async move {
         loop {

@@ -36,11 +36,16 @@
 //! (never across an `.await`). Time is tokio's (`tokio::time::Instant`), so a paused
 //! runtime clock (`#[tokio::test(start_paused = true)]`) drives the waits. Each attempt gets the core's timeout as reqwest's
 //! per-request timeout; the connect timeout is the policy's, set on the reqwest client.
+//!
+//! With the policy's `[hedge]` on, a call (not a stream) runs a hedge beside a slow
+//! attempt: both exchanges are polled at once, the first usable answer wins, and the
+//! other's future is dropped, which closes its request.
 
 #![forbid(unsafe_code)]
 
 mod drive;
 mod errors;
+mod hedge;
 mod lease;
 #[cfg(feature = "redis")]
 mod redis_store;

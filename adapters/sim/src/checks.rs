@@ -290,4 +290,14 @@ impl Gate for Checked<'_> {
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report) {
         self.engine.on_attempt_end(now, report);
     }
+
+    fn latency_quantile(
+        &self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        permille: u64,
+        min_samples: u32,
+    ) -> Option<core::time::Duration> {
+        Gate::latency_quantile(&*self.engine, now, endpoint, permille, min_samples)
+    }
 }

@@ -118,7 +118,9 @@ pub struct Tally {
 enum Ev {
     Arrive(u32),
     Wake(u32),
-    Answer(u32),
+    /// An answer reaches the call in a slot: (slot, call index, attempt number), so a
+    /// cancelled attempt's answer, or one for a call gone from the slot, is ignored.
+    Answer(u32, u32, u32),
     /// The server is done with a keyed attempt (its ticket's index).
     ServerDone(u32),
     /// A lease ask reaches the store (its index in the asks).
@@ -132,7 +134,8 @@ struct Active {
     replica: u16,
     call: Call,
     started: Timestamp,
-    pending: Option<(AttemptId, Outcome, Request)>,
+    /// The answers on their way (two while a hedge races its attempt).
+    pending: Vec<(AttemptId, Outcome, Request)>,
 }
 
 /// The keys the simulated server remembers: far more than calls in flight (a call's
@@ -218,6 +221,8 @@ pub(crate) struct Driver {
     free: Vec<u32>,
     concurrency: usize,
     tokens: u64,
+    /// Whether calls hedge (the policy's `[hedge]`).
+    hedge: steadfast_core::hedge::HedgeConfig,
     load: crate::scenario::Load,
     /// Whether every request and call is kept in [`Run`] (else only counted).
     keep_log: bool,
@@ -309,6 +314,7 @@ impl Driver {
             free: Vec::new(),
             concurrency: scenario.load.concurrency as usize,
             tokens: scenario.load.tokens,
+            hedge: each.hedge,
             load: scenario.load.clone(),
             keep_log,
             tally: Tally::default(),
@@ -342,7 +348,12 @@ impl Driver {
         let id = self.load.id(u64::from(index));
         let business = id.as_deref().map(str::as_bytes);
         let engine = &mut self.replicas[usize::from(replica)].engine;
-        engine.start_call(now, business).with_tokens(self.tokens)
+        let call = engine.start_call(now, business).with_tokens(self.tokens);
+        if self.hedge.is_on() {
+            call.with_hedge(&self.hedge)
+        } else {
+            call
+        }
     }
 
     /// Keeps a keyed attempt's ticket until the server is done with it at `done`.
@@ -423,11 +434,18 @@ impl Driver {
                         self.free_tickets.push(i);
                     }
                 }
-                Ev::Answer(slot) => {
+                Ev::Answer(slot, call, attempt) => {
                     let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                         continue;
                     };
-                    if let Some((id, outcome, request)) = a.pending.take() {
+                    if a.call_index != call {
+                        continue;
+                    }
+                    let Some(i) = a.pending.iter().position(|p| p.0 == AttemptId(attempt)) else {
+                        continue;
+                    };
+                    {
+                        let (id, outcome, request) = a.pending.swap_remove(i);
                         let _ = a.call.on_outcome(now, id, outcome);
                         let replica = &mut self.replicas[usize::from(a.replica)];
                         if let Some(c) = &mut replica.checks {
@@ -534,7 +552,7 @@ impl Driver {
             replica,
             call,
             started: now,
-            pending: None,
+            pending: Vec::new(),
         };
         let slot = match self.free.pop() {
             Some(s) => {
@@ -577,6 +595,10 @@ impl Driver {
             let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
                 return;
             };
+            // The loser of a hedge's race: its answer, when it comes, is dropped.
+            while let Some(id) = a.call.poll_cancel() {
+                a.pending.retain(|p| p.0 != id);
+            }
             let replica = &mut self.replicas[usize::from(r)];
             match decision {
                 Decision::Send(attempt) => {
@@ -608,18 +630,23 @@ impl Driver {
                         self.run.requests.push(request);
                     }
                     if arrives.is_some() {
-                        a.pending = Some((attempt.id, outcome, request));
+                        a.pending.push((attempt.id, outcome, request));
                     }
+                    let call = a.call_index;
                     // The server is done with an answer as it starts, before the client
                     // sees it (with a hang, at once: no work is in progress).
                     if let Some(ticket) = asked.ticket {
                         self.hold(ticket, now.saturating_add(asked.server_done));
                     }
                     match arrives {
-                        Some(t) => self.push(t, Ev::Answer(slot)),
+                        Some(t) => self.push(t, Ev::Answer(slot, call, attempt.id.0)),
                         None => self.push(attempt.deadline, Ev::Wake(slot)),
                     }
-                    return;
+                    // A hedged call may want a wake-up before the answer (its hedge's
+                    // instant): it is polled on. An unhedged one only waits for it.
+                    if !self.hedge.is_on() {
+                        return;
+                    }
                 }
                 Decision::Wait(until) => {
                     self.push(until.max(now), Ev::Wake(slot));
@@ -652,7 +679,7 @@ impl Driver {
                         replica: r,
                         call,
                         started: now,
-                        pending: None,
+                        pending: Vec::new(),
                     });
                     slot = s;
                 }

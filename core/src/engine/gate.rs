@@ -2,10 +2,12 @@
 //! → rate limits in one walk, commits a grant (or reserves a rate-limit slot) and
 //! records it in the ledger; after it, it tells every machine the outcome.
 
+use core::time::Duration;
+
 use crate::breaker::{BreakerInput, Permit};
 use crate::classify::{Class, ClassifyConfig, Failure, Scope, Verdict};
 use crate::health::{Sample, SampleResult};
-use crate::ids::Target;
+use crate::ids::{EndpointId, Target};
 use crate::pool::{DisableReason, KeyState, Selection};
 use crate::retry::{Admit, Gate, GateSeal, Grant, Query, Report, WaitCause};
 use crate::rng::CoreRng;
@@ -31,6 +33,9 @@ impl Gate for Engine {
     fn admit(&mut self, now: Timestamp, query: &Query) -> Admit {
         let now = self.clock.observe(now);
         self.reclaim(now);
+        if query.hedge && !self.hedges.can_spend() {
+            return Admit::NotBefore(Timestamp::MAX, WaitCause::Budget);
+        }
         let mut blocked = Blocked::default();
         let mut probe = None;
         let mut charge = None;
@@ -105,6 +110,12 @@ impl Gate for Engine {
         match selection {
             Selection::Picked(target) => {
                 self.drain_events_of(target.endpoint);
+                let first = query.attempt == 1 && !query.hedge;
+                if query.hedge {
+                    let _ = self.hedges.try_spend();
+                } else if first {
+                    self.hedges.on_call();
+                }
                 let entry = Entry {
                     target,
                     tokens,
@@ -113,6 +124,7 @@ impl Gate for Engine {
                     reserved: None,
                     span: query.span,
                     reclaim_at: reclaim_at(now, query.span),
+                    first: false,
                 };
                 return Admit::Go(self.issue(entry));
             }
@@ -120,6 +132,10 @@ impl Gate for Engine {
                 blocked.note(at, WaitCause::Hint(at.saturating_duration_since(now)));
             }
             Selection::Unavailable => {}
+        }
+        // A hedge goes now or not at all.
+        if query.hedge {
+            return blocked.verdict();
         }
         if let Some((at, target)) = blocked.reservable(query.deadline) {
             return self.reserve(now, query, target, at);
@@ -151,7 +167,11 @@ impl Gate for Engine {
                 return None;
             }
         };
+        if entry.first {
+            self.hedges.on_call();
+        }
         entry.reserved = None;
+        entry.first = false;
         entry.probe = probe;
         entry.reclaim_at = reclaim_at(now, entry.span);
         let at = entry.reclaim_at;
@@ -232,6 +252,18 @@ impl Gate for Engine {
         }
         self.drain_events_of(target.endpoint);
     }
+
+    fn latency_quantile(
+        &self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        permille: u64,
+        min_samples: u32,
+    ) -> Option<Duration> {
+        let now = now.max(self.clock.latest());
+        self.state(endpoint)
+            .and_then(|s| s.health.quantile(now, permille, min_samples))
+    }
 }
 
 impl Engine {
@@ -278,6 +310,7 @@ impl Engine {
             reserved: Some(at),
             span: query.span,
             reclaim_at: reclaim_at(at, query.span),
+            first: query.attempt == 1,
         };
         Admit::At(self.issue(entry), at)
     }

@@ -34,6 +34,8 @@ pub(crate) struct Entry {
     pub span: Duration,
     /// When it is reclaimed unless reported.
     pub reclaim_at: Timestamp,
+    /// Whether it is a call's first attempt (counted by the hedge budget when sent).
+    pub first: bool,
 }
 
 #[derive(Debug, Clone)]

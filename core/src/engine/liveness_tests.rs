@@ -281,6 +281,7 @@ fn a_stale_or_foreign_grant_is_refused() {
         only: None,
         deadline: Timestamp::MAX,
         span: ms(100),
+        hedge: false,
     };
     let crate::retry::Admit::Go(grant) = a.admit(at(0), &query) else {
         panic!()

@@ -18,6 +18,28 @@ pub enum CallEvent {
         /// Where it goes.
         target: Target,
     },
+    /// A hedge goes out beside an attempt still in flight (its own
+    /// [`CallEvent::AttemptStarted`] follows at once).
+    HedgeSent {
+        /// When.
+        at: Timestamp,
+        /// The hedge.
+        id: AttemptId,
+        /// The attempt it races.
+        beside: AttemptId,
+        /// Where it goes.
+        target: Target,
+    },
+    /// An attempt lost its race (the other one answered first, or the call ended) and
+    /// was cancelled: its grant was given back, its answer will be refused.
+    AttemptCancelled {
+        /// When.
+        at: Timestamp,
+        /// Which attempt.
+        id: AttemptId,
+        /// Where it went.
+        target: Target,
+    },
     /// An attempt failed and another will follow.
     RetryScheduled {
         /// When the failure was seen.

@@ -38,6 +38,10 @@ pub struct Query {
     /// first-event timeout): a grant not reported this long after it went out is
     /// reclaimed.
     pub span: Duration,
+    /// Whether the attempt is a hedge beside one still in flight: paid from the hedge
+    /// budget, never from the retry budget, and only sent at once (never a reserved
+    /// slot).
+    pub hedge: bool,
 }
 
 impl Query {
@@ -46,7 +50,8 @@ impl Query {
     /// adds no load to the one in trouble; and a retry after a throttle waits as the
     /// server directed, so it is not a blind retry either.
     pub fn charges_budget(&self, endpoint: EndpointId) -> bool {
-        self.attempt > 1
+        !self.hedge
+            && self.attempt > 1
             && self
                 .avoid
                 .is_none_or(|a| a.target.endpoint == endpoint && a.scope != Scope::Throttle)
@@ -211,4 +216,13 @@ pub trait Gate: sealed::Sealed {
     fn release(&mut self, now: Timestamp, grant: &Grant);
     /// After an attempt: its outcome, for budgets, breakers, limiters, keys and health.
     fn on_attempt_end(&mut self, now: Timestamp, report: &Report<'_>);
+    /// The `permille`-th thousandth quantile of `endpoint`'s success latency at `now`,
+    /// when its window holds at least `min_samples` successes (the hedge trigger).
+    fn latency_quantile(
+        &self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        permille: u64,
+        min_samples: u32,
+    ) -> Option<Duration>;
 }

@@ -1,19 +1,25 @@
 //! The simplest gate: one endpoint, one key, a retry budget.
 
+use core::time::Duration;
+
 use rand_core::Rng;
 
-use super::{Admit, Gate, GiveUpReason, Grant, Query, Report};
+use super::{Admit, Gate, GiveUpReason, Grant, Query, Report, WaitCause};
 use crate::budget::{BudgetConfig, RetryBudget};
 use crate::classify::{ClassifyConfig, Scope, Verdict};
-use crate::ids::Target;
+use crate::hedge::{HedgeBudget, HedgeConfig};
+use crate::ids::{EndpointId, Target};
 use crate::time::Timestamp;
 
-/// The simplest [`Gate`]: one endpoint with one key, a retry budget, and the RNG.
-/// Key-scope failures leave it with no usable key.
+/// The simplest [`Gate`]: one endpoint with one key, a retry budget, a hedge budget
+/// (the default [`HedgeConfig`]'s share unless [`SingleEndpoint::with_hedge`] says
+/// otherwise), and the RNG. Key-scope failures leave it with no usable key. It keeps no
+/// health window, so a hedge trigger on a quantile falls back to its `after`.
 #[derive(Debug, Clone)]
 pub struct SingleEndpoint<R> {
     classify: ClassifyConfig,
     budget: RetryBudget,
+    hedges: HedgeBudget,
     rng: R,
     key_disabled: bool,
 }
@@ -24,9 +30,22 @@ impl<R: Rng> SingleEndpoint<R> {
         SingleEndpoint {
             classify,
             budget: RetryBudget::new(*budget),
+            hedges: HedgeBudget::new(&HedgeConfig::default()),
             rng,
             key_disabled: false,
         }
+    }
+
+    /// The same gate with the hedge budget of `hedge`.
+    #[must_use]
+    pub fn with_hedge(mut self, hedge: &HedgeConfig) -> Self {
+        self.hedges = HedgeBudget::new(hedge);
+        self
+    }
+
+    /// The hedge budget (calls counted, hedges paid).
+    pub fn hedge_budget(&self) -> &HedgeBudget {
+        &self.hedges
     }
 }
 
@@ -51,8 +70,14 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
         if let Some(avoid) = query.avoid.filter(|a| a.rules_out(now, target)) {
             return Admit::NotBefore(avoid.until, avoid.cause);
         }
-        if query.charges_budget(target.endpoint) && !self.budget.try_withdraw(now) {
+        if query.hedge {
+            if !self.hedges.try_spend() {
+                return Admit::NotBefore(Timestamp::MAX, WaitCause::Budget);
+            }
+        } else if query.charges_budget(target.endpoint) && !self.budget.try_withdraw(now) {
             return Admit::Refuse(GiveUpReason::BudgetExhausted);
+        } else if query.attempt == 1 {
+            self.hedges.on_call();
         }
         Admit::Go(Grant::plain(target, query.tokens))
     }
@@ -71,5 +96,9 @@ impl<R: Rng> Gate for SingleEndpoint<R> {
             Verdict::Failure(f) if f.scope == Scope::Key => self.key_disabled = true,
             Verdict::Failure(_) => {}
         }
+    }
+
+    fn latency_quantile(&self, _: Timestamp, _: EndpointId, _: u64, _: u32) -> Option<Duration> {
+        None
     }
 }

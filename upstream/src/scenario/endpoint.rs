@@ -62,6 +62,12 @@ pub struct EndpointSpec {
     /// purpose. Default: `true`.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub strict: bool,
+    /// Whether a request whose `Idempotency-Key` has an attempt still in progress is
+    /// refused with 409 (`true`, as a server that dedupes does) or processed like any
+    /// other (`false`, as OpenAI's and Anthropic's chat APIs do: they dedupe nothing,
+    /// so a hedge beside a slow attempt is served). Default: `true`.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub conflicts: bool,
 }
 
 fn yes() -> bool {
@@ -142,6 +148,7 @@ impl EndpointSpec {
             bad_key_names: Vec::new(),
             tool_use: ToolUse::Never,
             strict: true,
+            conflicts: true,
         }
     }
 

@@ -75,6 +75,17 @@ impl Dist {
                 median: median.mul_f64(factor),
                 sigma,
             },
+            Dist::Tail {
+                min,
+                max,
+                share,
+                held,
+            } => Dist::Tail {
+                min: min.mul_f64(factor),
+                max: max.mul_f64(factor),
+                share,
+                held: held.mul_f64(factor),
+            },
         }
     }
 }

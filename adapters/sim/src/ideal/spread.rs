@@ -66,6 +66,16 @@ impl Spread {
                 let x = median.as_secs_f64() * (sigma * normal_quantile(u)).exp();
                 x.min(MAX_SPAN.as_secs_f64())
             }
+            // The ordinary draws below, the held ones above (a tail is slow).
+            Dist::Tail {
+                max, share, held, ..
+            } if u >= 1.0 - share => held.as_secs_f64().max(max.as_secs_f64()),
+            Dist::Tail {
+                min, max, share, ..
+            } => {
+                let (a, b) = (min.as_secs_f64(), max.as_secs_f64());
+                a + (b - a) * (u / (1.0 - share))
+            }
         };
         let n = if matches!(d, Dist::Fixed(_)) {
             1
@@ -184,6 +194,15 @@ pub(crate) fn mean_of(d: &Dist) -> f64 {
         Dist::Fixed(x) => x.as_secs_f64(),
         Dist::Uniform { min, max } => (min.as_secs_f64() + max.as_secs_f64()) / 2.0,
         Dist::Lognormal { median, sigma } => median.as_secs_f64() * (sigma * sigma / 2.0).exp(),
+        Dist::Tail {
+            min,
+            max,
+            share,
+            held,
+        } => {
+            (1.0 - share) * (min.as_secs_f64() + max.as_secs_f64()) / 2.0
+                + share * held.as_secs_f64()
+        }
     }
 }
 

@@ -233,6 +233,7 @@ fn query(deadline: Timestamp) -> Query {
         only: None,
         deadline,
         span: ms(1_000),
+        hedge: false,
     }
 }
 

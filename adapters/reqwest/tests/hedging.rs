@@ -1,0 +1,86 @@
+//! Hedging on loopback, on issue #18's slow tail (the simulator's slow-tail scenario
+//! served by the mock: 20 % of requests held for 3 s, the rest in 50–150 ms), 50
+//! sequential calls with a 2 s attempt timeout, without and with `[hedge]`. Wall times
+//! are printed, never asserted; requests and successes are.
+
+use std::time::Instant;
+
+use serde_json::json;
+use steadfast_mock::{MockConfig, MockServer, Scenario};
+use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
+
+const SCENARIO: &str = include_str!("../../sim/scenarios/slow-tail.toml");
+const PLAIN: &str = include_str!("../../sim/scenarios/slow-tail.policy.toml");
+const HEDGED: &str = include_str!("../../sim/scenarios/slow-tail-hedged.policy.toml");
+
+struct Figures {
+    wall_s: f64,
+    ok: usize,
+    requests: u64,
+    attempts: u64,
+}
+
+async fn fifty_calls(policy: &str, seed: u64) -> Figures {
+    let scenario = Scenario::from_toml(SCENARIO).expect("the slow-tail scenario");
+    let server = MockServer::start(MockConfig::new(scenario).with_seed(seed)).expect("mock");
+    let policy: Policy = toml::from_str(policy).expect("a policy file");
+    let endpoint = EndpointDef::new(
+        server.base_url(),
+        Provider::OpenAi,
+        steadfast_mock::MOCK_KEY,
+    );
+    let client = Client::builder()
+        .endpoint(endpoint)
+        .policy(policy)
+        .seed_u64(seed)
+        .build()
+        .expect("client builds");
+    let ask =
+        json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
+    let start = Instant::now();
+    let mut ok = 0;
+    for _ in 0..50 {
+        if client.chat(&ask).await.is_ok() {
+            ok += 1;
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    Figures {
+        wall_s,
+        ok,
+        requests: server.stats().total_requests,
+        attempts: client.metrics().attempts,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_calls_on_a_slow_tail_with_and_without_hedging() {
+    let seed = 0x18;
+    eprintln!("seed {seed:#x}");
+    let plain = fifty_calls(PLAIN, seed).await;
+    let hedged = fifty_calls(HEDGED, seed).await;
+    for (name, f) in [
+        ("without hedging", &plain),
+        ("hedged after 300 ms", &hedged),
+    ] {
+        eprintln!(
+            "{name:<20} wall {:>6.2} s  requests {} (+{:.0} %)  ok {}/50",
+            f.wall_s,
+            f.requests,
+            (f.requests as f64 / 50.0 - 1.0) * 100.0,
+            f.ok
+        );
+    }
+    eprintln!("wall ratio {:.2}", hedged.wall_s / plain.wall_s);
+    assert_eq!(plain.ok, 50, "every call succeeds without hedging");
+    assert_eq!(hedged.ok, 50, "every hedged call succeeds");
+    // Every attempt the client started reached the mock (a cancelled loser included).
+    assert_eq!(hedged.requests, hedged.attempts);
+    assert!(hedged.requests > 50, "some hedge went out");
+    // The hedge budget is half the calls; the rest are retries of doubly held calls.
+    assert!(
+        hedged.requests <= 50 + 25 + 10,
+        "{} requests",
+        hedged.requests
+    );
+}
