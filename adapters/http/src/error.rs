@@ -43,6 +43,8 @@ pub enum SetupError {
     },
     /// The operating system's random source failed while seeding.
     Seed,
+    /// The shared store cannot be set up; the reason names the field.
+    SharedStore(String),
 }
 
 impl fmt::Display for SetupError {
@@ -65,6 +67,7 @@ impl fmt::Display for SetupError {
                 "endpoint {endpoint}, key {key}: not a valid HTTP header value"
             ),
             SetupError::Seed => f.write_str("could not read the OS random source"),
+            SetupError::SharedStore(reason) => write!(f, "shared store: {reason}"),
         }
     }
 }

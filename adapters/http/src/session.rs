@@ -307,15 +307,31 @@ impl<'c, E> Session<'c, E> {
     /// jumps its virtual clock).
     pub fn next_send(
         &mut self,
+        now: Timestamp,
+        wait: impl FnMut(Timestamp) -> Timestamp,
+    ) -> Option<Outgoing<'c>> {
+        // No store to ask: an endpoint whose limits are shared runs on its fallback.
+        self.next_send_leasing(now, wait, |_| (LeaseAnswer::Failed, now))
+    }
+
+    /// [`Session::next_send`], taking every [`Step::Lease`] ask to `lease` (a blocking
+    /// driver's store call, bounded by the ask's `expires`), which returns the answer
+    /// and the instant it came.
+    pub fn next_send_leasing(
+        &mut self,
         mut now: Timestamp,
         mut wait: impl FnMut(Timestamp) -> Timestamp,
+        mut lease: impl FnMut(&LeaseAsk) -> (LeaseAnswer, Timestamp),
     ) -> Option<Outgoing<'c>> {
         loop {
             match self.poll(now) {
                 Step::Send(out) => return Some(out),
                 Step::Sleep(until) => now = wait(until),
-                // This loop has no store to ask: the endpoint runs on its fallback.
-                Step::Lease(ask) => self.on_lease(now, &ask, LeaseAnswer::Failed),
+                Step::Lease(ask) => {
+                    let (answer, at) = lease(&ask);
+                    now = now.max(at);
+                    self.on_lease(now, &ask, answer);
+                }
                 Step::Done => return None,
             }
         }

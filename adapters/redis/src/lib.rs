@@ -54,6 +54,8 @@
 //! or a primary behind a proxy): the layout is cluster-ready (every script touches
 //! one slot), a cluster client is not wired in.
 
+#[cfg(feature = "client")]
+pub mod client;
 mod config;
 mod error;
 mod fault;

@@ -47,8 +47,6 @@ mod drive;
 mod errors;
 mod hedge;
 mod lease;
-#[cfg(feature = "redis")]
-mod redis_store;
 mod stream;
 
 use std::sync::Arc;
@@ -160,14 +158,18 @@ impl ClientBuilder {
         let urls = drive::parsed_urls(&shared);
         let inner = Arc::new(Inner {
             #[cfg(feature = "redis")]
-            store: redis_store::Store::new(self.store, &shared),
+            store: self
+                .store
+                .map(|store| steadfast_redis::client::ClientStore::new(store, &shared)),
             http,
             shared,
             clock,
             urls,
         });
         #[cfg(feature = "redis")]
-        redis_store::spawn_sync(&inner);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            steadfast_redis::client::spawn_sync(&runtime, &inner);
+        }
         Ok(Client { inner })
     }
 }
@@ -182,7 +184,22 @@ struct Inner {
     urls: Vec<Option<reqwest::Url>>,
     /// The store shared limits are leased from.
     #[cfg(feature = "redis")]
-    store: redis_store::Store,
+    store: Option<steadfast_redis::client::ClientStore>,
+}
+
+#[cfg(feature = "redis")]
+impl steadfast_redis::client::SharesState for Inner {
+    fn client_store(&self) -> Option<&steadfast_redis::client::ClientStore> {
+        self.store.as_ref()
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.timestamp()
+    }
 }
 
 /// The client. Cheap to clone (the clones share the engine, keys and counters).

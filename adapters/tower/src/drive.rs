@@ -9,7 +9,7 @@ use serde_json::Value;
 use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::retry::{GiveUp, GiveUpReason};
 use steadfast_core::time::Timestamp;
-use steadfast_http::{CallError, LeaseAnswer, Now, Outgoing, Session, Started, Step};
+use steadfast_http::{CallError, LeaseAnswer, LeaseAsk, Now, Outgoing, Session, Started, Step};
 
 use crate::Client;
 use crate::attempt::{Attempt, AttemptEdit};
@@ -50,6 +50,8 @@ pub(crate) enum Next<A> {
     Send(A, Duration),
     /// Sleep until this instant, then poll again.
     Sleep(Timestamp),
+    /// Ask the shared store, report with [`Driver::on_lease`], then poll again.
+    Lease(LeaseAsk),
     /// The call is over.
     Done,
 }
@@ -80,19 +82,21 @@ impl<'c, R: IntoOutcome> Driver<'c, R> {
     }
 
     pub(crate) fn poll<A: FromOutgoing>(&mut self, now: Timestamp) -> Next<A> {
-        loop {
-            match self.session.poll(now) {
-                Step::Send(out) => {
-                    self.attempts = self.attempts.saturating_add(1);
-                    let timeout = out.timeout();
-                    return Next::Send(A::from_outgoing(out, self.attempts, self.client), timeout);
-                }
-                Step::Sleep(until) => return Next::Sleep(until),
-                Step::Done => return Next::Done,
-                // The layer has no shared store (its client never shares limits).
-                Step::Lease(ask) => self.session.on_lease(now, &ask, LeaseAnswer::Failed),
+        match self.session.poll(now) {
+            Step::Send(out) => {
+                self.attempts = self.attempts.saturating_add(1);
+                let timeout = out.timeout();
+                Next::Send(A::from_outgoing(out, self.attempts, self.client), timeout)
             }
+            Step::Sleep(until) => Next::Sleep(until),
+            Step::Lease(ask) => Next::Lease(ask),
+            Step::Done => Next::Done,
         }
+    }
+
+    /// Reports the store's answer to a lease ask at `now`.
+    pub(crate) fn on_lease(&mut self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
+        self.session.on_lease(now, ask, answer);
     }
 
     /// Reports the attempt's result at `now`.
@@ -204,6 +208,11 @@ where
                 tokio::time::sleep_until(until).await;
                 at = tokio::time::Instant::now();
             }
+            Next::Lease(ask) => {
+                let answer = client.lease(ask).await;
+                at = tokio::time::Instant::now();
+                d.on_lease(epoch.timestamp(at.into_std()), &ask, answer);
+            }
             Next::Done => return d.finish(),
         }
     }
@@ -234,6 +243,8 @@ where
                 let at = client.epoch().instant(until);
                 std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
             }
+            // No runtime to ask the store on: the endpoint runs on its fallback.
+            Next::Lease(ask) => d.on_lease(std_now(client).at, &ask, LeaseAnswer::Failed),
             Next::Done => return d.finish(),
         }
     }

@@ -87,17 +87,32 @@ pub use steadfast_http::{
     LimiterConfig, MetricsSnapshot, Policy, Preset, Provider, ProviderExt, RetryConfig, SetupError,
     StoreConfig,
 };
-use steadfast_http::{Setup, Shared, clock::Epoch};
+use steadfast_http::{LeaseAnswer, LeaseAsk, Setup, Shared, clock::Epoch};
 use timer::Timers;
 
 /// Builds a [`Client`].
 #[derive(Debug, Default)]
 pub struct ClientBuilder {
     setup: Setup,
+    #[cfg(feature = "redis")]
+    store: Option<steadfast_redis::RedisStore>,
 }
 
 impl ClientBuilder {
     steadfast_http::shared_builder_settings!(steadfast_tower);
+
+    /// Shares the request and token limits of the endpoints that have them, and every
+    /// key's cooldowns and disables, with every process using the same Redis and the
+    /// same endpoint names (see steadfast-reqwest's `shared_store`). Build the client
+    /// inside a Tokio runtime: a task on it syncs the key states. The blocking
+    /// executor (`run_blocking`) does not ask the store: it runs on the local limits.
+    #[cfg(feature = "redis")]
+    #[must_use]
+    pub fn shared_store(mut self, store: steadfast_redis::RedisStore) -> Self {
+        self.setup.shared_limits = true;
+        self.store = Some(store);
+        self
+    }
 
     /// Builds the client.
     pub fn build(self) -> Result<Client, SetupError> {
@@ -111,14 +126,21 @@ impl ClientBuilder {
         let bases = bases.map(|d| d.base_url.trim().to_owned()).collect();
         let shared = Shared::new(self.setup)?;
         let epoch = Epoch::new(tokio::time::Instant::now().into_std());
-        Ok(Client {
-            inner: Arc::new(Inner {
-                shared,
-                epoch,
-                bases,
-                timers: Timers::default(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            #[cfg(feature = "redis")]
+            store: self
+                .store
+                .map(|store| steadfast_redis::client::ClientStore::new(store, &shared)),
+            shared,
+            epoch,
+            bases,
+            timers: Timers::default(),
+        });
+        #[cfg(feature = "redis")]
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            steadfast_redis::client::spawn_sync(&runtime, &inner);
+        }
+        Ok(Client { inner })
     }
 }
 
@@ -130,6 +152,24 @@ struct Inner {
     bases: Vec<String>,
     /// The attempt timeout's idle timers.
     timers: Timers,
+    /// The store shared limits are leased from.
+    #[cfg(feature = "redis")]
+    store: Option<steadfast_redis::client::ClientStore>,
+}
+
+#[cfg(feature = "redis")]
+impl steadfast_redis::client::SharesState for Inner {
+    fn client_store(&self) -> Option<&steadfast_redis::client::ClientStore> {
+        self.store.as_ref()
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn now(&self) -> steadfast_core::time::Timestamp {
+        self.epoch.timestamp(std::time::Instant::now())
+    }
 }
 
 /// What the layer, the middleware and the executor share: the engine (breakers,
@@ -205,6 +245,21 @@ impl Client {
         F: FnMut(Attempt) -> R,
     {
         drive::run_blocking(self, None, attempt).into_result()
+    }
+
+    /// Takes a lease ask to the shared store (none: it fails, and the endpoint runs
+    /// on its fallback).
+    pub(crate) async fn lease(&self, ask: LeaseAsk) -> LeaseAnswer {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.inner.store {
+            let deadline = tokio::time::Instant::from_std(self.inner.epoch.instant(ask.expires));
+            let epoch = self.inner.epoch;
+            return store
+                .lease(ask, || epoch.timestamp(std::time::Instant::now()), deadline)
+                .await;
+        }
+        let _ = ask;
+        LeaseAnswer::Failed
     }
 
     pub(crate) fn epoch(&self) -> Epoch {

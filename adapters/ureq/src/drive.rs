@@ -49,6 +49,12 @@ impl Clock {
         self.0.now(Instant::now())
     }
 
+    /// The std instant of `at`.
+    #[cfg(feature = "redis")]
+    pub(crate) fn instant(&self, at: Timestamp) -> Instant {
+        self.0.instant(at)
+    }
+
     /// Sleeps this thread until `at`; the instant it woke at.
     fn sleep_until(&self, at: Timestamp) -> Timestamp {
         thread::sleep(self.0.instant(at).saturating_duration_since(Instant::now()));
@@ -92,11 +98,22 @@ fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>,
     agent.run(config.build())
 }
 
+/// The session's next attempt: sleeps and lease asks on the way.
+fn next_send<'c>(c: &Inner, s: &mut S<'c>) -> Option<steadfast_http::Outgoing<'c>> {
+    let wait = |at| c.clock.sleep_until(at);
+    #[cfg(feature = "redis")]
+    let lease = |ask: &steadfast_http::LeaseAsk| crate::shared_store::lease(c, ask);
+    #[cfg(not(feature = "redis"))]
+    let lease =
+        |_: &steadfast_http::LeaseAsk| (steadfast_http::LeaseAnswer::Failed, c.clock.timestamp());
+    s.next_send_leasing(c.clock.timestamp(), wait, lease)
+}
+
 /// A call, with its fallbacks (the session runs them).
 pub(crate) fn chat(c: &Inner, options: &CallOptions, body: &Value) -> Result<Reply, CallError> {
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
     let _call = s.call_span().entered();
-    while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+    while let Some(out) = next_send(c, &mut s) {
         let _attempt = s.attempt_span().entered();
         exchange(c, &mut s, out);
     }
@@ -179,7 +196,7 @@ pub(crate) fn stream(
     let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
     let _call = s.call_span().entered();
     let mut opened = None;
-    while let Some(out) = s.next_send(c.clock.timestamp(), |at| c.clock.sleep_until(at)) {
+    while let Some(out) = next_send(c, &mut s) {
         let _attempt = s.attempt_span().entered();
         opened = open(c, &mut s, out);
     }

@@ -55,6 +55,8 @@
 
 mod drive;
 mod errors;
+#[cfg(feature = "redis")]
+mod shared_store;
 mod stream;
 
 use std::sync::Arc;
@@ -91,6 +93,8 @@ pub type BuildError = SetupError;
 pub struct ClientBuilder {
     setup: Setup,
     agent: Option<ureq::Agent>,
+    #[cfg(feature = "redis")]
+    redis: Option<steadfast_redis::RedisConfig>,
 }
 
 impl ClientBuilder {
@@ -105,6 +109,19 @@ impl ClientBuilder {
         self
     }
 
+    /// Shares the request and token limits of the endpoints that have them, and every
+    /// key's cooldowns and disables, with every process using the same Redis and the
+    /// same endpoint names (see steadfast-reqwest's `shared_store`). The client runs a
+    /// one-thread Tokio runtime for the store's connection and its key sync; its calls
+    /// block on the store as on the network, never past the policy's `ask_timeout`.
+    #[cfg(feature = "redis")]
+    #[must_use]
+    pub fn shared_redis(mut self, config: steadfast_redis::RedisConfig) -> Self {
+        self.setup.shared_limits = true;
+        self.redis = Some(config);
+        self
+    }
+
     /// Builds the client.
     pub fn build(self) -> Result<Client, BuildError> {
         let agent = self.agent.unwrap_or_else(|| {
@@ -116,12 +133,29 @@ impl ClientBuilder {
         });
         let shared = Shared::new(self.setup)?;
         let clock = Clock::new();
+        #[cfg(feature = "redis")]
+        let (runtime, store) = match self.redis {
+            Some(config) => {
+                let (runtime, store) = shared_store::start(config, &shared)?;
+                (Some(runtime), Some(store))
+            }
+            None => (None, None),
+        };
+        let inner = Arc::new(Inner {
+            agent,
+            shared,
+            clock,
+            #[cfg(feature = "redis")]
+            store,
+        });
+        #[cfg(feature = "redis")]
+        if let Some(runtime) = &runtime {
+            steadfast_redis::client::spawn_sync(runtime.handle(), &inner);
+        }
         Ok(Client {
-            inner: Arc::new(Inner {
-                agent,
-                shared,
-                clock,
-            }),
+            inner,
+            #[cfg(feature = "redis")]
+            _runtime: runtime,
         })
     }
 }
@@ -130,6 +164,9 @@ struct Inner {
     agent: ureq::Agent,
     shared: Shared,
     clock: Clock,
+    /// The shared store and the runtime it runs on.
+    #[cfg(feature = "redis")]
+    store: Option<(tokio::runtime::Handle, steadfast_redis::client::ClientStore)>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -145,6 +182,10 @@ impl std::fmt::Debug for Inner {
 #[derive(Debug, Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// The shared store's runtime: dropped with the last clone, on the caller's
+    /// thread (never on the runtime's own).
+    #[cfg(feature = "redis")]
+    _runtime: Option<Arc<tokio::runtime::Runtime>>,
 }
 
 impl Client {

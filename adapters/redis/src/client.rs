@@ -1,17 +1,18 @@
-//! The client's Redis: leases of shared request and token limits, the settling of
-//! token leases, and the sync of shared key states (feature `redis`).
+//! A steadfast client's side of Redis (feature `client`): leases of shared request and
+//! token limits, the settling of token leases, and the sync of shared key states, for
+//! any face that drives a [`steadfast_http::Session`]. The face gives the clock: `now`
+//! reads the core's instant, and an ask's deadline is a Tokio instant.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use steadfast_core::ids::EndpointId;
+use steadfast_core::time::Timestamp;
 use steadfast_http::{
     KeyPublish, LeaseAnswer, LeaseAsk, LeaseKind, Shared, SharedKeyState, TokenSettle,
 };
-use steadfast_redis::{Decision, LimitKey, Rate, RedisStore, TokenRate};
 
-use crate::Inner;
-use crate::drive::Clock;
+use crate::{Decision, LimitKey, Rate, RedisStore, TokenRate};
 
 /// One endpoint's shared limits as Redis counts them.
 #[derive(Debug, Clone)]
@@ -21,18 +22,28 @@ struct Limits {
     tokens: Option<TokenRate>,
 }
 
-/// The Redis store and, per endpoint (in engine order), its shared limits.
-#[derive(Debug, Default)]
-pub(crate) struct Store {
-    store: Option<RedisStore>,
+/// The store and, per endpoint (in engine order), its shared limits.
+#[derive(Debug, Clone)]
+pub struct ClientStore {
+    store: RedisStore,
     limits: Vec<Option<Limits>>,
 }
 
-impl Store {
+/// What a face holds that the background sync needs.
+pub trait SharesState: Send + Sync + 'static {
+    /// The store, when the client has one.
+    fn client_store(&self) -> Option<&ClientStore>;
+    /// The client's shared state.
+    fn shared(&self) -> &Shared;
+    /// The core's instant now, on the client's clock.
+    fn now(&self) -> Timestamp;
+}
+
+impl ClientStore {
     /// The limits of `shared`'s endpoints, named after the endpoints (an endpoint
     /// whose name is no valid store id is never granted a lease: it runs on its
     /// fallback).
-    pub(crate) fn new(store: Option<RedisStore>, shared: &Shared) -> Store {
+    pub fn new(store: RedisStore, shared: &Shared) -> ClientStore {
         let limits = (0..shared.endpoint_count())
             .map(|i| {
                 let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
@@ -53,29 +64,32 @@ impl Store {
                 })
             })
             .collect();
-        Store { store, limits }
+        ClientStore { store, limits }
     }
 
-    /// Asks Redis for `ask`'s lease, waiting no longer than the ask lives. Its
-    /// validity is shortened by the round trip, so it never outlives the window the
-    /// store counted it in.
-    pub(crate) async fn lease(&self, clock: &Clock, ask: LeaseAsk) -> LeaseAnswer {
-        let limits = self.limits.get(usize::from(ask.endpoint.0));
-        let (Some(store), Some(Some(limits))) = (&self.store, limits) else {
+    /// Asks Redis for `ask`'s lease, waiting no longer than `deadline` (the ask's
+    /// `expires`). Its validity is shortened by the round trip, so it never outlives
+    /// the window the store counted it in.
+    pub async fn lease(
+        &self,
+        ask: LeaseAsk,
+        now: impl Fn() -> Timestamp,
+        deadline: tokio::time::Instant,
+    ) -> LeaseAnswer {
+        let Some(Some(limits)) = self.limits.get(usize::from(ask.endpoint.0)) else {
             return LeaseAnswer::Failed;
         };
-        let asked = clock.timestamp();
-        let deadline = clock.instant(ask.expires);
+        let asked = now();
         let answer = match (ask.kind, limits.tokens) {
             (LeaseKind::Requests, _) => {
-                let lease = store.lease(&limits.key, limits.requests, ask.want);
+                let lease = self.store.lease(&limits.key, limits.requests, ask.want);
                 match tokio::time::timeout_at(deadline, lease).await {
                     Ok(Ok(l)) => Some((l.requests, l.valid_for, l.retry_in)),
                     _ => None,
                 }
             }
             (LeaseKind::Tokens, Some(rate)) => {
-                let reserve = store.reserve_tokens(&limits.key, rate, ask.want);
+                let reserve = self.store.reserve_tokens(&limits.key, rate, ask.want);
                 match tokio::time::timeout_at(deadline, reserve).await {
                     Ok(Ok(Decision::Granted { n, .. })) => {
                         Some((n, earn_back(n, rate), Duration::ZERO))
@@ -89,7 +103,7 @@ impl Store {
         let Some((requests, valid_for, retry_in)) = answer else {
             return LeaseAnswer::Failed;
         };
-        let trip = clock.timestamp().saturating_duration_since(asked);
+        let trip = now().saturating_duration_since(asked);
         LeaseAnswer::Granted {
             requests,
             valid_for: valid_for.saturating_sub(trip),
@@ -97,16 +111,13 @@ impl Store {
         }
     }
 
-    /// Settles ended token leases, then writes what this client learned of its keys
+    /// Settles ended token leases, then writes what the client learned of its keys
     /// and reads back the state of every key (one pipeline per endpoint). A failed
     /// Redis call skips its part: the next round tries again (a settle is lost: the
     /// bucket keeps the charge, the conservative side).
-    async fn sync(&self, shared: &Shared, clock: &Clock) {
-        let Some(store) = &self.store else {
-            return;
-        };
+    pub async fn sync(&self, shared: &Shared, now: impl Fn() -> Timestamp) {
         for settle in shared.take_token_settles() {
-            self.settle(store, settle).await;
+            self.settle(settle).await;
         }
         let disable_for = shared.policy().shared.disable_for;
         for publish in shared.take_key_publishes() {
@@ -115,9 +126,9 @@ impl Store {
                 continue;
             };
             let _ = match publish {
-                KeyPublish::Cool { for_, .. } => store.cool_key(&id, for_).await.map(|_| ()),
-                KeyPublish::Disable { .. } => store.disable_key(&id, disable_for).await,
-                KeyPublish::Enable { .. } => store.enable_key(&id).await,
+                KeyPublish::Cool { for_, .. } => self.store.cool_key(&id, for_).await.map(|_| ()),
+                KeyPublish::Disable { .. } => self.store.disable_key(&id, disable_for).await,
+                KeyPublish::Enable { .. } => self.store.enable_key(&id).await,
             };
         }
         for e in 0..shared.endpoint_count() {
@@ -126,7 +137,7 @@ impl Store {
                 .map_while(|k| shared.shared_key_id(endpoint, k))
                 .collect();
             let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-            let Ok(states) = store.key_states(&refs).await else {
+            let Ok(states) = self.store.key_states(&refs).await else {
                 continue;
             };
             let states: Vec<SharedKeyState> = states
@@ -136,12 +147,12 @@ impl Store {
                     disabled: s.disabled,
                 })
                 .collect();
-            shared.on_shared_keys(clock.timestamp(), endpoint, &states);
+            shared.on_shared_keys(now(), endpoint, &states);
         }
     }
 
     /// Gives back a token lease's unspent tokens, or charges its overrun.
-    async fn settle(&self, store: &RedisStore, settle: TokenSettle) {
+    async fn settle(&self, settle: TokenSettle) {
         let limits = self.limits.get(usize::from(settle.endpoint.0));
         let Some(Some(Limits {
             key,
@@ -154,7 +165,8 @@ impl Store {
         let reserved = u32::try_from(settle.reserved)
             .unwrap_or(u32::MAX)
             .min(rate.burst);
-        let _ = store
+        let _ = self
+            .store
             .reconcile_tokens(key, *rate, reserved, settle.spent)
             .await;
     }
@@ -167,27 +179,25 @@ fn earn_back(n: u32, rate: TokenRate) -> Duration {
     Duration::from_micros(u64::from(n).saturating_mul(60_000_000) / per_minute)
 }
 
-/// Starts the sync of a client with a store (token settles, key states) on the
-/// current Tokio runtime, every `shared.key_sync` (no runtime: nothing is synced). It
-/// ends when the client is dropped.
-pub(crate) fn spawn_sync(inner: &Arc<Inner>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    if inner.store.store.is_none() {
+/// Starts the sync of a client with a store (token settles, key states) on
+/// `runtime`, every `shared.key_sync`. It ends when the client is dropped.
+pub fn spawn_sync<T: SharesState>(runtime: &tokio::runtime::Handle, client: &Arc<T>) {
+    if client.client_store().is_none() {
         return;
     }
-    let every = inner.shared.policy().shared.key_sync;
-    let weak = Arc::downgrade(inner);
+    let every = client.shared().policy().shared.key_sync;
+    let weak = Arc::downgrade(client);
     runtime.spawn(sync_loop(weak, every));
 }
 
-async fn sync_loop(weak: Weak<Inner>, every: Duration) {
+async fn sync_loop<T: SharesState>(weak: Weak<T>, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
-        let Some(inner) = weak.upgrade() else {
+        let Some(client) = weak.upgrade() else {
             return;
         };
-        inner.store.sync(&inner.shared, &inner.clock).await;
+        if let Some(store) = client.client_store() {
+            store.sync(client.shared(), || client.now()).await;
+        }
     }
 }

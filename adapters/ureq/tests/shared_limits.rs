@@ -1,0 +1,82 @@
+//! The blocking client sharing a key's limit through a real `redis-server` on
+//! 127.0.0.1: two clients on their own threads against one mock key limited to 600
+//! requests a minute with a burst of 20. Elapsed time is printed, never asserted.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use steadfast_mock::{MockConfig, MockServer};
+use steadfast_redis::RedisConfig;
+use steadfast_redis::testing::{Redis, unique_prefix};
+use steadfast_ureq::{Client, EndpointDef, LimiterConfig, Policy, Provider};
+
+const CALLS: usize = 30;
+
+#[test]
+fn two_blocking_clients_share_one_key_limit_through_redis() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("ureq");
+    let mut config = MockConfig::builtin("ok").expect("ok").with_seed(12);
+    config.knobs.rpm = Some(600);
+    config.knobs.rate_burst = Some(20);
+    let server = MockServer::start(config).expect("mock");
+    let client = |seed: u64| {
+        let mut policy = Policy::batch();
+        let mut limiter = LimiterConfig::default();
+        limiter.requests = Some(600);
+        limiter.burst = 20.0 / 600.0;
+        policy.limiter = limiter;
+        let mut store = RedisConfig::default();
+        store.url = redis.url.clone();
+        store.prefix = prefix.clone();
+        let endpoint = EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            steadfast_mock::MOCK_KEY,
+        )
+        .name("shared-key");
+        Client::builder()
+            .endpoint(endpoint)
+            .policy(policy)
+            .seed_u64(seed)
+            .shared_redis(store)
+            .build()
+            .expect("client builds")
+    };
+    let clients = [client(1), client(2)];
+    let started = Instant::now();
+    let ok: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .iter()
+            .flat_map(|c| (0..4).map(move |t| (c, t)))
+            .map(|(c, t)| {
+                scope.spawn(move || {
+                    (0..CALLS / 4 + usize::from(t < CALLS % 4))
+                        .filter(|i| {
+                            let ask = json!({"model": "m", "messages": [{"role": "user", "content": format!("{t}-{i}")}]});
+                            c.chat(ask).is_ok()
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+    });
+    let took = started.elapsed();
+    let stats = server.stats();
+    let (requests, throttled) = (stats.total_requests, stats.status(429));
+    println!(
+        "two blocking clients: {ok}/{} ok, {requests} requests, {throttled} 429s, {took:?} (ideal {:?})",
+        2 * CALLS,
+        Duration::from_millis(100 * (2 * CALLS as u64 - 20))
+    );
+    assert_eq!(ok, 2 * CALLS, "every call succeeds");
+    assert!(
+        throttled * 10 <= requests,
+        "429s at most 10%: {throttled} of {requests}"
+    );
+    assert!(
+        clients.iter().all(|c| c.metrics().shared_fallbacks == 0),
+        "Redis answered"
+    );
+}
