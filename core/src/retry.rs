@@ -558,7 +558,8 @@ impl Call {
     }
 
     fn send<G: Gate + ?Sized>(&mut self, now: Timestamp, grant: Grant, gate: &G) -> Attempt {
-        let (attempt, flight) = self.attempt(now, grant);
+        // A failover is announced before the attempt it starts, so that counters see
+        // the attempt as the failover's, not as a retry.
         if let Some(from) = self
             .last_target
             .filter(|t| t.endpoint != grant.target.endpoint)
@@ -569,6 +570,7 @@ impl Call {
                 to: grant.target,
             });
         }
+        let (attempt, flight) = self.attempt(now, grant);
         self.last_target = Some(grant.target);
         self.state = State::InFlight(flight);
         self.hedge_at = self.arm_hedge(now, gate, flight);
