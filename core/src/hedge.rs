@@ -9,7 +9,14 @@
 //! endpoint, while the first keeps running. The first usable answer wins; the other
 //! attempt is cancelled — its grant given back to the gate at once, its late answer
 //! refused — and the driver is told to drop it ([`Call::poll_cancel`]). A failure of one
-//! of the two does not retry while the other still runs: the call waits for it.
+//! of the two does not retry while the other still runs: the call waits for it, and
+//! hedges it in turn once it is as late as a first attempt would be.
+//!
+//! No more than two attempts run at once. With [`HedgeConfig::max_per_call`] above 1, a
+//! hedge that is itself unanswered after the trigger's span gets one more beside it, in
+//! place of the older of the two (cancelled like a loser): when a tail holds a share `s`
+//! of requests, a call pays the long wait only when `max_per_call + 1` requests in a
+//! row are held (`s²` with one hedge, `s³` with two).
 //!
 //! Hedges are paid from a [`HedgeBudget`] shared by every call of a gate, separate from
 //! the retry budget: every call deposits [`HedgeConfig::budget`] of a hedge when its
@@ -42,7 +49,7 @@ const UNIT: u64 = 1_000_000;
 /// | `after` | none | a fixed trigger, e.g. `"800ms"` |
 /// | `quantile` | none | a live trigger, e.g. `0.9`: the endpoint's p90 success latency |
 /// | `budget` | 0.1 | hedges add at most 10 % to the requests |
-/// | `max_per_call` | 1 | one hedge beside an attempt is where nearly all the gain is |
+/// | `max_per_call` | 1 | one hedge beside an attempt is where most of the gain is; 2 also beats a held hedge |
 /// | `min_samples` | 20 | a quantile of fewer successes is noise; `after` serves until then |
 ///
 /// No preset turns hedging on: a hedge is a paid request, and whether a tail is worth

@@ -648,6 +648,9 @@ impl Call {
                 gate.on_attempt_end(at, &report);
                 self.second = None;
                 self.state = State::InFlight(other);
+                // The survivor is hedged in turn once it is as late as a first attempt
+                // would be (at once if it already is), while hedges are left.
+                self.hedge_at = self.arm_hedge(at, gate, other);
                 return;
             }
         }
@@ -770,16 +773,16 @@ impl Call {
             .fold(f.deadline, Timestamp::min)
     }
 
-    /// Whether one more hedge may go out beside the attempt in flight.
+    /// Whether one more hedge may go out.
     fn may_hedge(&self) -> bool {
         self.hedge.is_on()
             && self.config.idempotent
             && self.hedges < self.hedge.max_per_call
             && self.attempts < self.config.max_attempts
-            && self.second.is_none()
     }
 
-    /// When the attempt `f`, just sent at `now`, is hedged unless it answered.
+    /// When the attempt `f` (in flight at `now`) is hedged unless it answered: the
+    /// trigger's span after it went out, or `now` if that has passed.
     fn arm_hedge<G: Gate + ?Sized>(
         &self,
         now: Timestamp,
@@ -794,7 +797,7 @@ impl Call {
             .hedge
             .permille()
             .and_then(|p| gate.latency_quantile(now, endpoint, p, self.hedge.min_samples));
-        let at = now.saturating_add(self.hedge.delay(known)?);
+        let at = f.sent_at.saturating_add(self.hedge.delay(known)?).max(now);
         (at < f.deadline).then_some(at)
     }
 
@@ -840,23 +843,38 @@ impl Call {
             target: grant.target,
         });
         let (attempt, flight) = self.attempt(now, grant);
-        self.second = Some(flight);
+        if let Some(other) = self.second.replace(flight) {
+            // Two were out already, both late: the older gives way to the new hedge,
+            // so that no more than two run at once.
+            let (older, younger) = if other.sent_at < f.sent_at {
+                (other, f)
+            } else {
+                (f, other)
+            };
+            self.cancel_flight(now, gate, older);
+            self.state = State::InFlight(younger);
+        }
+        self.hedge_at = self.arm_hedge(now, gate, flight);
         Some(attempt)
     }
 
-    /// Cancels the second attempt in flight, if there is one: its grant goes back to
-    /// the gate and the driver is told to drop it.
+    /// Cancels the second attempt in flight, if there is one.
     fn drop_second<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G) {
         self.hedge_at = None;
-        let Some(s) = self.second.take() else {
-            return;
-        };
-        gate.release(now, &s.grant);
-        self.cancels.push(s.id);
+        if let Some(s) = self.second.take() {
+            self.cancel_flight(now, gate, s);
+        }
+    }
+
+    /// Cancels the attempt `f`: its grant goes back to the gate and the driver is told
+    /// to drop it.
+    fn cancel_flight<G: Gate + ?Sized>(&mut self, now: Timestamp, gate: &mut G, f: Flight) {
+        gate.release(now, &f.grant);
+        self.cancels.push(f.id);
         self.events.push(CallEvent::AttemptCancelled {
             at: now,
-            id: s.id,
-            target: s.grant.target,
+            id: f.id,
+            target: f.grant.target,
         });
     }
 

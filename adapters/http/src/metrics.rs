@@ -33,6 +33,8 @@ pub struct Metrics {
     stream_interruptions: AtomicU64,
     shared_fallbacks: AtomicU64,
     shared_resumed: AtomicU64,
+    hedges: AtomicU64,
+    hedges_cancelled: AtomicU64,
 }
 
 const GIVE_UP_SLOTS: usize = 11;
@@ -98,7 +100,11 @@ impl Metrics {
                 call.failing_over = false;
                 call.hedging = false;
             }
-            CallEvent::HedgeSent { .. } => call.hedging = true,
+            CallEvent::HedgeSent { .. } => {
+                bump(&self.hedges);
+                call.hedging = true;
+            }
+            CallEvent::AttemptCancelled { .. } => bump(&self.hedges_cancelled),
             CallEvent::Failover { .. } => {
                 bump(&self.failovers);
                 call.failing_over = true;
@@ -201,6 +207,8 @@ impl Metrics {
             stream_interruptions: get(&self.stream_interruptions),
             shared_fallbacks: get(&self.shared_fallbacks),
             shared_resumed: get(&self.shared_resumed),
+            hedges: get(&self.hedges),
+            hedges_cancelled: get(&self.hedges_cancelled),
         }
     }
 }
@@ -242,6 +250,12 @@ pub struct MetricsSnapshot {
     pub shared_fallbacks: u64,
     /// Times a shared limit's store answered again after a failure.
     pub shared_resumed: u64,
+    /// Hedges sent: attempts beside one still running (counted in `attempts`, never in
+    /// `retries`).
+    pub hedges: u64,
+    /// Attempts dropped unanswered because another attempt of their call answered
+    /// first, or a later hedge took their place.
+    pub hedges_cancelled: u64,
 }
 
 /// Give-ups by reason.

@@ -365,6 +365,7 @@ impl<'c, E> Session<'c, E> {
                 if self.in_flight.is_some_and(|a| a.id == id) {
                     self.in_flight = None;
                 }
+                self.trace.on_cancel(id);
                 self.cancelled.push(id);
             }
             match (decision, ask) {
@@ -433,6 +434,7 @@ impl<'c, E> Session<'c, E> {
     fn drain_call_events(&mut self) {
         while let Some(ev) = self.call.poll_event() {
             self.shared.metrics.on_call_event(&ev, &mut self.tally);
+            self.trace.on_call_event(&ev);
         }
     }
 
@@ -493,7 +495,8 @@ impl<'c, E> Session<'c, E> {
             return false;
         };
         self.flights.retain(|a| a.id != attempt.id);
-        self.trace.on_outcome(&outcome, self.success.as_ref());
+        self.trace
+            .on_outcome(attempt.id, &outcome, self.success.as_ref());
         // A late report (the call already timed the attempt out) is dropped: the
         // core has counted it as a timeout.
         self.call.on_outcome(now, attempt.id, outcome).is_ok()

@@ -36,8 +36,9 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
+use steadfast_core::ids::AttemptId;
 use steadfast_core::outcome::Outcome;
-use steadfast_core::retry::Attempt;
+use steadfast_core::retry::{Attempt, CallEvent};
 use steadfast_core::time::Timestamp;
 
 use crate::error::CallError;
@@ -120,6 +121,8 @@ pub(crate) struct CallTrace {
     sent: u32,
     /// The endpoint of the latest attempt.
     endpoint: Option<usize>,
+    /// The attempt the latest `HedgeSent` announced.
+    hedge: Option<AttemptId>,
     /// Why the latest attempt failed.
     error: Option<ErrorType>,
     spans: Spans,
@@ -146,6 +149,7 @@ impl CallTrace {
             request_model,
             sent: 0,
             endpoint: None,
+            hedge: None,
             error: None,
             ended: false,
         }
@@ -161,6 +165,8 @@ impl CallTrace {
         self.endpoint = Some(e);
         let facts = shared.telemetry.endpoint(e);
         let start = AttemptStart {
+            id: attempt.id,
+            hedge: self.hedge == Some(attempt.id),
             facts,
             model: model(facts, self.request_model.as_deref()),
             n: self.sent,
@@ -170,8 +176,22 @@ impl CallTrace {
         self.spans.attempt(&start);
     }
 
-    /// The in-flight attempt ended with `outcome`; `body` is its answer when it had one.
-    pub(crate) fn on_outcome(&mut self, outcome: &Outcome, body: Option<&Value>) {
+    /// The call's core told of an event (a hedge is announced before its attempt).
+    pub(crate) fn on_call_event(&mut self, event: &CallEvent) {
+        if let CallEvent::HedgeSent { id, .. } = event {
+            self.hedge = Some(*id);
+        }
+    }
+
+    /// Attempt `id` lost a hedge's race and is dropped.
+    pub(crate) fn on_cancel(&mut self, id: AttemptId) {
+        if ACTIVE {
+            self.spans.cancelled(id);
+        }
+    }
+
+    /// Attempt `id` ended with `outcome`; `body` is its answer when it had one.
+    pub(crate) fn on_outcome(&mut self, id: AttemptId, outcome: &Outcome, body: Option<&Value>) {
         if !ACTIVE {
             return;
         }
@@ -181,7 +201,8 @@ impl CallTrace {
         };
         let error = ErrorType::of(outcome);
         let answer = body.filter(|_| error.is_none()).map(Answer::of);
-        self.spans.outcome(status, error.as_ref(), answer.as_ref());
+        self.spans
+            .outcome(id, status, error.as_ref(), answer.as_ref());
         self.error = error;
     }
 

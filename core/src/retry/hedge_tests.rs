@@ -186,6 +186,102 @@ fn a_slow_first_attempt_timing_out_leaves_the_hedge_running() {
     assert!(done(c.poll_decision(at(2_200), &mut g)).is_success());
 }
 
+/// `policy()` with up to `n` hedges a call.
+fn policy_hedging(n: u32) -> Policy {
+    let mut p = policy();
+    p.retry.attempt_timeout = ms(2_000);
+    p.hedge.max_per_call = n;
+    p
+}
+
+/// A gate whose hedge budget earlier calls (answered at once) have funded with
+/// `calls` hedges.
+fn funded_gate(p: &Policy, calls: u64) -> SingleEndpoint<CoreRng> {
+    let mut g = gate(p);
+    for _ in 0..calls {
+        let mut c = call(p, at(0));
+        let a = send(c.poll_decision(at(0), &mut g));
+        c.on_outcome(at(1), a.id, ok()).unwrap();
+        assert!(done(c.poll_decision(at(1), &mut g)).is_success());
+    }
+    g
+}
+
+#[test]
+fn a_second_hedge_takes_the_place_of_the_older_of_two_late_attempts() {
+    let p = policy_hedging(2);
+    let mut g = funded_gate(&p, 1);
+    let mut c = call(&p, at(0));
+    let a1 = send(c.poll_decision(at(0), &mut g));
+    let a2 = send(c.poll_decision(at(300), &mut g));
+    // The hedge is late in turn: a third attempt goes out and the first gives way.
+    assert_eq!(c.poll_decision(at(300), &mut g), Decision::Wait(at(600)));
+    let a3 = send(c.poll_decision(at(600), &mut g));
+    assert_eq!(a3.id, AttemptId(3));
+    assert_eq!(a3.idempotency_key, a1.idempotency_key);
+    assert_eq!(c.poll_cancel(), Some(a1.id));
+    assert_eq!(c.poll_cancel(), None);
+    assert_eq!(c.hedges(), 2);
+    // No third hedge: the call waits for the earlier deadline of the two left.
+    assert_eq!(
+        c.poll_decision(at(600), &mut g),
+        Decision::Wait(a2.deadline)
+    );
+    assert_eq!(
+        c.on_outcome(at(650), a1.id, ok()),
+        Err(UsageError::UnknownAttempt { id: a1.id })
+    );
+    c.on_outcome(at(700), a3.id, ok()).unwrap();
+    let f = done(c.poll_decision(at(700), &mut g));
+    assert_eq!(
+        f,
+        Finish::Success {
+            attempts: 3,
+            target: a3.target
+        }
+    );
+    assert_eq!(c.poll_cancel(), Some(a2.id));
+    let events: Vec<CallEvent> = core::iter::from_fn(|| c.poll_event()).collect();
+    assert!(events.contains(&CallEvent::AttemptCancelled {
+        at: at(600),
+        id: a1.id,
+        target: a1.target,
+    }));
+}
+
+#[test]
+fn an_attempt_left_alone_late_is_hedged_at_once() {
+    let p = policy_hedging(2);
+    let mut g = funded_gate(&p, 1);
+    let mut c = call(&p, at(0));
+    let a1 = send(c.poll_decision(at(0), &mut g));
+    let a2 = send(c.poll_decision(at(300), &mut g));
+    // The hedge fails fast; the first attempt, out for 350 ms, is late: hedged now.
+    c.on_outcome(at(350), a2.id, status(503)).unwrap();
+    let a3 = send(c.poll_decision(at(350), &mut g));
+    assert_eq!(a3.id, AttemptId(3));
+    assert_eq!(c.poll_cancel(), None);
+    c.on_outcome(at(420), a3.id, ok()).unwrap();
+    assert!(done(c.poll_decision(at(420), &mut g)).is_success());
+    assert_eq!(c.poll_cancel(), Some(a1.id));
+}
+
+#[test]
+fn a_late_attempt_timing_out_beside_a_late_hedge_is_replaced_at_once() {
+    let p = policy_hedging(2);
+    let mut g = funded_gate(&p, 1);
+    let mut c = call(&p, at(0));
+    let a1 = send(c.poll_decision(at(0), &mut g));
+    let _a2 = send(c.poll_decision(at(300), &mut g));
+    // Both held; the second hedge replaces the first at 600 ms.
+    let a3 = send(c.poll_decision(at(600), &mut g));
+    assert_eq!(c.poll_cancel(), Some(a1.id));
+    // Hedges spent: nothing more until a deadline.
+    assert_eq!(c.poll_decision(at(600), &mut g), Decision::Wait(at(2_300)));
+    c.on_outcome(at(800), a3.id, ok()).unwrap();
+    assert!(done(c.poll_decision(at(800), &mut g)).is_success());
+}
+
 #[test]
 fn a_request_failure_ends_the_call_and_cancels_the_other() {
     let p = policy();
@@ -406,6 +502,7 @@ fn run(
             }
         }
         prop_assert_eq!(e.outstanding(), 0, "a grant outlived call {}", call_index);
+        prop_assert!(c.hedges() <= p.hedge.max_per_call, "{} hedges", c.hedges());
         let b = e.hedge_budget();
         prop_assert!(b.hedges() as f64 <= p.hedge.budget * b.calls() as f64 + 1e-9);
         now = now + ms(10);
@@ -413,7 +510,7 @@ fn run(
     Ok(trace)
 }
 
-fn hedged(budget: f64, after: u64, stream: bool) -> Policy {
+fn hedged(budget: f64, after: u64, stream: bool, max_per_call: u32) -> Policy {
     let mut p = if stream {
         Policy::streaming()
     } else {
@@ -422,6 +519,7 @@ fn hedged(budget: f64, after: u64, stream: bool) -> Policy {
     p.retry.attempt_timeout = ms(2_000);
     p.retry.first_event_timeout = stream.then_some(ms(2_000));
     p.hedge = HedgeConfig::after(ms(after)).with_budget(budget);
+    p.hedge.max_per_call = max_per_call;
     p
 }
 
@@ -434,18 +532,20 @@ proptest! {
         after in 1u64..2_500,
         keys in 1u16..3,
         stream in any::<bool>(),
+        max_per_call in 1u32..4,
         scripts in prop::collection::vec(script(), 1..40),
     ) {
-        let p = hedged(budget, after, stream);
+        let p = hedged(budget, after, stream, max_per_call);
         run(&p, keys, 30, &scripts, stream)?;
     }
 
     #[test]
     fn the_same_seed_gives_the_same_hedges(
         after in 1u64..2_500,
+        max_per_call in 1u32..4,
         scripts in prop::collection::vec(script(), 1..40),
     ) {
-        let p = hedged(0.5, after, false);
+        let p = hedged(0.5, after, false, max_per_call);
         let one = run(&p, 2, 20, &scripts, false)?;
         let two = run(&p, 2, 20, &scripts, false)?;
         prop_assert_eq!(one, two);

@@ -7,7 +7,7 @@
 // Without `tracing` and `otel` the facts are gathered for nothing to read them.
 #![cfg_attr(not(any(feature = "tracing", feature = "otel")), allow(dead_code))]
 
-use steadfast_core::ids::Target;
+use steadfast_core::ids::{AttemptId, Target};
 
 use super::End;
 use super::facts::{Answer, EndpointFacts, ErrorType};
@@ -58,15 +58,19 @@ impl SpanHandle {
     }
 }
 
-/// A call's span and its in-flight attempt's.
+/// A call's span and its in-flight attempts' (two while a hedge races its attempt),
+/// the latest last.
 #[derive(Debug)]
 pub(crate) struct Spans {
     call: SpanHandle,
-    attempt: SpanHandle,
+    attempts: Vec<(AttemptId, SpanHandle)>,
 }
 
 /// What an attempt's span starts with.
 pub(crate) struct AttemptStart<'a> {
+    pub id: AttemptId,
+    /// Whether it is a hedge beside an attempt still running.
+    pub hedge: bool,
     pub facts: Option<&'a EndpointFacts>,
     pub model: Option<&'a str>,
     /// The attempt's ordinal in the call (fallback calls included), from 1.
@@ -120,7 +124,7 @@ impl Spans {
             }
             Spans {
                 call: SpanHandle { span },
-                attempt: SpanHandle::none(),
+                attempts: Vec::new(),
             }
         }
         #[cfg(not(feature = "tracing"))]
@@ -128,7 +132,7 @@ impl Spans {
             let _ = (model, stream, prompt);
             Spans {
                 call: SpanHandle::none(),
-                attempt: SpanHandle::none(),
+                attempts: Vec::new(),
             }
         }
     }
@@ -138,9 +142,17 @@ impl Spans {
         self.call.clone()
     }
 
-    /// The in-flight attempt's span (none between attempts).
+    /// The latest attempt's span (none before the first).
     pub(crate) fn attempt_span(&self) -> SpanHandle {
-        self.attempt.clone()
+        self.attempts
+            .last()
+            .map_or_else(SpanHandle::none, |(_, s)| s.clone())
+    }
+
+    /// Takes attempt `id`'s span out of those in flight.
+    fn take(&mut self, id: AttemptId) -> Option<SpanHandle> {
+        let i = self.attempts.iter().position(|(a, _)| *a == id)?;
+        Some(self.attempts.remove(i).1)
     }
 
     /// Opens the span of an attempt, a child of the call's; the call's span names
@@ -174,11 +186,13 @@ impl Spans {
                 steadfast.attempt = a.n,
                 steadfast.endpoint = a.endpoint,
                 steadfast.key = a.target.key.0,
+                steadfast.hedge = a.hedge,
+                steadfast.cancelled = Empty,
             );
             if a.n > 1 {
                 span.record("http.request.resend_count", a.n.saturating_sub(1));
             }
-            self.attempt = SpanHandle { span };
+            self.attempts.push((a.id, SpanHandle { span }));
             let call = &self.call.span;
             if call.is_disabled() {
                 return;
@@ -194,15 +208,30 @@ impl Spans {
         let _ = a;
     }
 
-    /// Records how the in-flight attempt ended and closes its span (once the face's
-    /// handle is dropped too).
+    /// Records that attempt `id` lost a hedge's race (it was dropped unanswered) and
+    /// closes its span (once the face's handle is dropped too).
+    pub(crate) fn cancelled(&mut self, id: AttemptId) {
+        let attempt = self.take(id);
+        #[cfg(feature = "tracing")]
+        if let Some(a) = attempt {
+            a.span.record("steadfast.cancelled", true);
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = attempt;
+    }
+
+    /// Records how attempt `id` ended and closes its span (once the face's handle is
+    /// dropped too).
     pub(crate) fn outcome(
         &mut self,
+        id: AttemptId,
         status: Option<u16>,
         error: Option<&ErrorType>,
         answer: Option<&Answer>,
     ) {
-        let attempt = std::mem::replace(&mut self.attempt, SpanHandle::none());
+        let Some(attempt) = self.take(id) else {
+            return;
+        };
         #[cfg(feature = "tracing")]
         {
             let s = &attempt.span;
@@ -223,7 +252,7 @@ impl Spans {
     /// Records how the call ended.
     pub(crate) fn end(&mut self, end: &End) {
         // An attempt the core timed out before its report closes with the call.
-        self.outcome(None, None, None);
+        self.attempts.clear();
         #[cfg(feature = "tracing")]
         {
             let s = &self.call.span;
