@@ -2,14 +2,11 @@
 
 use serde_json::Value;
 use steadfast_core::ids::EndpointId;
-use steadfast_core::outcome::{Phase, Transport, TransportKind};
 use steadfast_core::time::Timestamp;
-use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
 use steadfast_http::{CallOptions, Now, Outgoing, Reply, Session, Step};
 use tokio::time::Instant;
 
-use crate::errors::{head_too_large, transport};
 use crate::stream::EventStream;
 use crate::{CallError, Inner};
 
@@ -95,53 +92,9 @@ pub(crate) async fn chat(
     .await
 }
 
-/// Sends; `None` when the attempt failed before a response (and was reported).
-/// `whole`: the attempt's timeout bounds the whole exchange.
-async fn send(
-    c: &Inner,
-    s: &mut S<'_>,
-    out: Outgoing<'_>,
-    whole: bool,
-) -> Option<reqwest::Response> {
-    match request(c, out, whole).send().await {
-        Ok(r) => Some(r),
-        Err(e) if head_too_large(&e) => {
-            s.on_head_too_large(c.clock.now(), Some(e));
-            None
-        }
-        Err(e) => {
-            s.on_transport(c.clock.now(), transport(&e, false), Some(e));
-            None
-        }
-    }
-}
-
 async fn exchange(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) {
-    if let Some(resp) = send(c, s, out, true).await {
-        read_whole(c, s, resp).await;
-    }
-}
-
-/// Reads a body whole, within the body limit, and reports the response.
-async fn read_whole(c: &Inner, s: &mut S<'_>, mut resp: reqwest::Response) {
-    let status = resp.status().as_u16();
-    let headers = std::mem::take(resp.headers_mut());
-    let Ok(mut body) = LimitedBody::new(s.max_body(), resp.content_length()) else {
-        return s.on_body_too_large(c.clock.now(), status, &headers);
-    };
-    loop {
-        match resp.chunk().await {
-            Ok(Some(piece)) => {
-                if body.push(&piece).is_err() {
-                    return s.on_body_too_large(c.clock.now(), status, &headers);
-                }
-            }
-            Ok(None) => return s.on_response(c.clock.now(), status, &headers, body.as_slice()),
-            Err(e) => {
-                return s.on_body_error(c.clock.now(), status, &headers, transport(&e, true), e);
-            }
-        }
-    }
+    let done = crate::exchange::whole(c, out, s.max_body()).await;
+    crate::exchange::report(c, s, done);
 }
 
 /// A response whose first event arrived.
@@ -158,7 +111,11 @@ pub(crate) async fn stream(
     options: &CallOptions,
     body: &Value,
 ) -> Result<EventStream, CallError> {
-    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
+    let s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
+    let mut s = s.hedged();
+    if s.is_hedged() {
+        return crate::hedge::stream(c, s).await;
+    }
     let span = s.call_span();
     span.instrument(async move {
         let mut opened = None;
@@ -178,50 +135,7 @@ pub(crate) async fn stream(
 
 /// One stream attempt, until its first event (within the first-event timeout).
 async fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
-    let first_by = Instant::now() + out.first_event_timeout();
-    let stall = out.attempt.stall_timeout;
-    let attempt = async {
-        // With a stall timeout, a stream is bounded by its gaps, not its whole length.
-        let mut resp = send(c, s, out, stall.is_none()).await?;
-        let status = resp.status().as_u16();
-        let Some(mut reader) = s.stream_reader(c.clock.now(), status) else {
-            read_whole(c, s, resp).await;
-            return None;
-        };
-        loop {
-            match resp.chunk().await {
-                Ok(Some(bytes)) => {
-                    reader.push(&bytes);
-                    if let Some(ok) = reader.first_event() {
-                        s.on_stream_started(c.clock.now(), status, resp.headers(), ok);
-                        return ok.then_some(Opened {
-                            resp,
-                            reader,
-                            stall,
-                        });
-                    }
-                    if reader.over_limit() {
-                        s.on_body_too_large(c.clock.now(), status, resp.headers());
-                        return None;
-                    }
-                }
-                Ok(None) => {
-                    s.on_stream_empty(c.clock.now(), status, resp.headers());
-                    return None;
-                }
-                Err(e) => {
-                    s.on_transport(c.clock.now(), transport(&e, true), Some(e));
-                    return None;
-                }
-            }
-        }
-    };
-    match tokio::time::timeout_at(first_by, attempt).await {
-        Ok(opened) => opened,
-        Err(_) => {
-            let t = Transport::new(TransportKind::Timeout, Phase::AfterSend);
-            s.on_transport(c.clock.now(), t, None);
-            None
-        }
-    }
+    let reader = s.event_reader(c.clock.now());
+    let done = crate::exchange::open(c, out, reader, s.max_body()).await;
+    crate::exchange::report_opening(c, s, done)
 }

@@ -37,14 +37,15 @@
 //! runtime clock (`#[tokio::test(start_paused = true)]`) drives the waits. Each attempt gets the core's timeout as reqwest's
 //! per-request timeout; the connect timeout is the policy's, set on the reqwest client.
 //!
-//! With the policy's `[hedge]` on, a call (not a stream) runs a hedge beside a slow
-//! attempt: both exchanges are polled at once, the first usable answer wins, and the
-//! other's future is dropped, which closes its request.
+//! With the policy's `[hedge]` on, a call or a stream (until its first event) runs a
+//! hedge beside a slow attempt: both exchanges are polled at once, the first usable
+//! answer wins, and the other's future is dropped, which closes its request.
 
 #![forbid(unsafe_code)]
 
 mod drive;
 mod errors;
+mod exchange;
 mod hedge;
 mod lease;
 mod stream;

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use serde_json::json;
-use steadfast_mock::{MockConfig, MockServer, Scenario};
+use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
 const SCENARIO: &str = include_str!("../../sim/scenarios/slow-tail.toml");
@@ -83,4 +83,86 @@ async fn fifty_calls_on_a_slow_tail_with_and_without_hedging() {
         "{} requests",
         hedged.requests
     );
+}
+
+/// A mock answering at once after `script`, that serves a request beside one in
+/// progress with the same key (as the real chat APIs do), and whose stream events
+/// after the first come `event_ms` apart.
+fn streaming_mock(seed: u64, event_ms: u64, script: Vec<Fault>) -> MockServer {
+    eprintln!("seed {seed:#x}");
+    let scenario = Scenario::from_toml(&format!(
+        "name = \"streams\"\n[[endpoints]]\nname = \"openai\"\nlatency = {{ fixed = \"0s\" }}\n\
+         event_latency = {{ fixed = \"{event_ms}ms\" }}\nconflicts = false\n"
+    ))
+    .expect("a scenario");
+    let config = MockConfig::new(scenario)
+        .with_seed(seed)
+        .with_script(script);
+    MockServer::start(config).expect("mock")
+}
+
+fn streaming_hedged_after(ms: u64) -> Policy {
+    let mut p = Policy::streaming();
+    p.hedge = steadfast_core::hedge::HedgeConfig::after(std::time::Duration::from_millis(ms))
+        .with_budget(1.0);
+    p
+}
+
+fn stream_client(server: &MockServer, policy: Policy) -> Client {
+    Client::builder()
+        .endpoint(EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            steadfast_mock::MOCK_KEY,
+        ))
+        .policy(policy)
+        .seed_u64(0x5eed)
+        .build()
+        .expect("client builds")
+}
+
+/// A stream whose first request is held is hedged before its first event: the hedge
+/// streams the whole answer, with the call's idempotency key, and the held request is
+/// dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_stream_is_hedged_before_its_first_event() {
+    let server = streaming_mock(0x51, 0, vec![Fault::Latency { ms: 3_000 }]);
+    let client = stream_client(&server, streaming_hedged_after(200));
+    let ask =
+        json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
+    let events = client.stream(&ask).await.expect("the hedge streams");
+    let events = events.collect_events().await.expect("the whole stream");
+    assert!(events.len() > 2, "{events:?}");
+    let m = client.metrics();
+    assert_eq!(
+        (m.hedges, m.hedges_cancelled, m.retries),
+        (1, 1, 0),
+        "{m:?}"
+    );
+    assert_eq!(m.successes, 1);
+    let stats = server.stats();
+    assert_eq!(stats.total_requests, 2);
+    assert_eq!(stats.keys.len(), 1, "one idempotency key: {:?}", stats.keys);
+    assert_eq!(stats.keys.values().map(|k| k.attempts).sum::<u64>(), 2);
+}
+
+/// A stream whose first event comes at once is never hedged, however slow the events
+/// after it (the caller has seen an event: the call is committed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_is_never_hedged_after_its_first_event() {
+    let server = streaming_mock(0x52, 150, Vec::new());
+    let ask =
+        json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
+    let client = stream_client(&server, streaming_hedged_after(50));
+    let events = client
+        .stream(&ask)
+        .await
+        .expect("a stream")
+        .collect_events()
+        .await
+        .expect("the whole stream");
+    assert!(events.len() > 2, "{events:?}");
+    let m = client.metrics();
+    assert_eq!((m.hedges, m.attempts, m.successes), (0, 1, 1), "{m:?}");
+    assert_eq!(server.stats().total_requests, 1);
 }
