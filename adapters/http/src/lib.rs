@@ -103,7 +103,7 @@ pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{Setup, Shared};
 pub use sse::{SseEvent, SseParser, StreamText};
 pub use stream::{EventReader, Next};
-pub use telemetry::{EnteredSpan, SpanHandle, TelemetryConfig};
+pub use telemetry::{EnteredSpan, SpanHandle, StreamClock, StreamTrace, TelemetryConfig};
 pub use text::{TextEvent, TextFold, TextStep};
 
 /// The OpenTelemetry API this crate records metrics through (the `otel` feature), so

@@ -658,10 +658,31 @@ impl<'c, E> Session<'c, E> {
         }
     }
 
-    /// The result of a finished stream call: where it started.
+    /// The result of a finished stream call: where it started. Its call's span and
+    /// metrics end here, at the first event (see [`Session::into_stream_reading`]).
     pub fn into_stream(mut self) -> Result<Started, CallError<E>> {
         let r = self.started();
         self.trace.on_stream(self.shared, self.latest, &r);
+        r
+    }
+
+    /// [`Session::into_stream`] for a face that reads the stream with `reader` (the
+    /// started attempt's, none when the call gave up): the call's span and metrics go
+    /// on in the reader until the stream ends, at the instant `clock` reads then.
+    pub fn into_stream_reading(
+        mut self,
+        reader: Option<&mut EventReader>,
+        clock: impl Fn() -> Timestamp + Send + Sync + 'static,
+    ) -> Result<Started, CallError<E>> {
+        let r = self.started();
+        match reader {
+            Some(reader) => {
+                let clock = Box::new(clock);
+                self.trace
+                    .on_stream_reading(self.shared, self.latest, &r, reader, clock);
+            }
+            None => self.trace.on_stream(self.shared, self.latest, &r),
+        }
         r
     }
 

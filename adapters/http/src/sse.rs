@@ -171,6 +171,11 @@ pub struct StreamText {
     provider: Provider,
     text: String,
     done: bool,
+    /// The model the stream says answered.
+    model: Option<String>,
+    /// The input and output tokens the stream counted, as far as it told.
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
 }
 
 impl StreamText {
@@ -180,6 +185,9 @@ impl StreamText {
             provider,
             text: String::new(),
             done: false,
+            model: None,
+            input_tokens: None,
+            output_tokens: None,
         }
     }
 
@@ -197,6 +205,7 @@ impl StreamText {
         if v.get("error").is_some_and(|e| !e.is_null()) {
             return Err(Interruption::ErrorEvent);
         }
+        self.note_answer(&v);
         let delta = match self.provider {
             Provider::OpenAi => v.pointer("/choices/0/delta/content"),
             Provider::Anthropic => {
@@ -213,9 +222,49 @@ impl StreamText {
         Ok(EventKind::Content)
     }
 
+    /// Notes the model and the token counts an event carries: OpenAI's chunks name
+    /// the model and, when asked (`stream_options.include_usage`), end with a usage
+    /// chunk; Anthropic's `message_start` names the model and the input tokens, and
+    /// its `message_delta`s carry the output tokens so far.
+    fn note_answer(&mut self, v: &Value) {
+        let (model, usage) = match self.provider {
+            Provider::OpenAi => (v.get("model"), v.get("usage")),
+            Provider::Anthropic => match v.get("type").and_then(Value::as_str) {
+                Some("message_start") => (v.pointer("/message/model"), v.pointer("/message/usage")),
+                Some("message_delta") => (None, v.get("usage")),
+                _ => (None, None),
+            },
+        };
+        if self.model.is_none()
+            && let Some(m) = model.and_then(Value::as_str)
+        {
+            self.model = Some(m.to_owned());
+        }
+        let Some(u) = usage.filter(|u| u.is_object()) else {
+            return;
+        };
+        let count = |k: &str| u.get(k).and_then(Value::as_u64);
+        let (input, output) = match self.provider {
+            Provider::OpenAi => (count("prompt_tokens"), count("completion_tokens")),
+            Provider::Anthropic => (count("input_tokens"), count("output_tokens")),
+        };
+        self.input_tokens = input.or(self.input_tokens);
+        self.output_tokens = output.or(self.output_tokens);
+    }
+
     /// The text received so far.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The model the stream says answered, once an event named it.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The input and output tokens the stream counted, as far as its events told.
+    pub fn usage(&self) -> (Option<u64>, Option<u64>) {
+        (self.input_tokens, self.output_tokens)
     }
 
     /// The provider whose stream it follows.

@@ -143,3 +143,43 @@ fn an_event_on_the_wire_parses_back_to_itself() {
     let back: Vec<SseEvent> = std::iter::from_fn(|| p.next_event()).collect();
     assert_eq!(back, events);
 }
+
+/// Feeds `text` (SSE) to a [`StreamText`] of `provider`.
+fn followed(provider: Provider, text: &str) -> StreamText {
+    let mut p = SseParser::new();
+    p.push(text.as_bytes());
+    let mut t = StreamText::new(provider);
+    for e in all(&mut p) {
+        t.observe(&e).unwrap();
+    }
+    t
+}
+
+#[test]
+fn an_openai_stream_tells_its_model_and_with_include_usage_its_tokens() {
+    let chunks = "data: {\"model\":\"gpt-4o-mini-2024\",\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n\
+                  data: {\"model\":\"other\",\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n";
+    let t = followed(Provider::OpenAi, chunks);
+    assert_eq!(
+        t.model(),
+        Some("gpt-4o-mini-2024"),
+        "the first chunk's model"
+    );
+    assert_eq!(t.usage(), (None, None));
+    let usage = "data: {\"model\":\"gpt-4o-mini-2024\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n";
+    let t = followed(Provider::OpenAi, &format!("{chunks}{usage}"));
+    assert_eq!(t.usage(), (Some(12), Some(7)));
+    assert_eq!(t.text(), "ab");
+}
+
+#[test]
+fn an_anthropic_stream_tells_its_model_and_tokens() {
+    let text = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n\
+                event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n\
+                event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n\
+                event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let t = followed(Provider::Anthropic, text);
+    assert_eq!(t.model(), Some("claude-x"));
+    // The input from message_start, the output from the last message_delta.
+    assert_eq!(t.usage(), (Some(25), Some(15)));
+}

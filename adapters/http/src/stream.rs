@@ -9,6 +9,7 @@ use crate::error::{DEFAULT_MAX_BODY, Interruption, StreamError};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
 use crate::sse::{EventKind, SseEvent, SseParser, StreamText};
+use crate::telemetry::StreamTrace;
 
 /// What the reader wants next.
 #[derive(Debug)]
@@ -42,6 +43,8 @@ pub struct EventReader {
     over: bool,
     limit: u64,
     metrics: Option<Arc<Metrics>>,
+    /// The stream's call, ended with the stream (see [`crate::telemetry`]).
+    trace: Option<StreamTrace>,
 }
 
 /// How a translated stream's events become the call's.
@@ -64,6 +67,7 @@ impl EventReader {
             over: false,
             limit: DEFAULT_MAX_BODY,
             metrics: None,
+            trace: None,
         }
     }
 
@@ -113,6 +117,19 @@ impl EventReader {
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> EventReader {
         self.metrics = Some(metrics);
         self
+    }
+
+    /// Keeps the stream's call until the stream ends.
+    pub(crate) fn set_trace(&mut self, trace: StreamTrace) {
+        self.trace = Some(trace);
+    }
+
+    /// Ends the stream's call, once: at its final event (`cause` none) or its
+    /// interruption.
+    fn end_trace(&mut self, cause: Option<Interruption>) {
+        if let Some(t) = self.trace.take() {
+            t.finish(&self.text, cause);
+        }
     }
 
     /// Feeds bytes of the body.
@@ -173,10 +190,11 @@ impl EventReader {
                 return Next::Read;
             };
             let read = self.text.observe(&ev);
-            if read == Ok(EventKind::Done)
-                && let Some(m) = &self.metrics
-            {
-                m.on_stream_finished();
+            if read == Ok(EventKind::Done) {
+                if let Some(m) = &self.metrics {
+                    m.on_stream_finished();
+                }
+                self.end_trace(None);
             }
             if let Err(cause) = read.and_then(|_| self.hand_over(ev)) {
                 return Next::Item(Err(self.interrupt(cause, None)));
@@ -207,6 +225,7 @@ impl EventReader {
         if let Some(m) = &self.metrics {
             m.on_stream_interrupted();
         }
+        self.end_trace(Some(cause));
         StreamError::Interrupted {
             partial: self.text.take_text(),
             cause,
@@ -217,6 +236,13 @@ impl EventReader {
     /// The text received so far.
     pub fn text(&self) -> &str {
         self.text.text()
+    }
+}
+
+impl Drop for EventReader {
+    /// A stream dropped before its end ends its call there.
+    fn drop(&mut self) {
+        self.end_trace(None);
     }
 }
 

@@ -20,9 +20,11 @@
 //! `gen_ai.system_instructions`); completions never do.
 //!
 //! Durations are counted on the session's instants (the face's clock), so a paused or
-//! virtual clock drives them too. A stream's call (its span and its duration) ends when
-//! its first event is handed over; its token usage, which comes at its end, is not
-//! recorded.
+//! virtual clock drives them too. A stream's call (its span, its duration and its token
+//! usage) ends with the stream: its reader keeps it ([`StreamTrace`]) from the first
+//! event to the final one, an interruption (then `error.type` names it) or the
+//! reader's drop; `gen_ai.client.operation.time_to_first_chunk` is the time to its first
+//! event. A face without a reader (the tower executor) ends it at the first event.
 
 // Without `tracing` and `otel` the facts are gathered for nothing to read them.
 #![cfg_attr(not(any(feature = "tracing", feature = "otel")), allow(dead_code))]
@@ -41,11 +43,13 @@ use steadfast_core::outcome::Outcome;
 use steadfast_core::retry::{Attempt, CallEvent};
 use steadfast_core::time::Timestamp;
 
-use crate::error::CallError;
+use crate::error::{CallError, Interruption};
 use crate::fallback::FallbackKind;
 use crate::reply::Reply;
 use crate::session::{Session, Started};
 use crate::shared::{EndpointSlot, Shared};
+use crate::sse::StreamText;
+use crate::stream::EventReader;
 pub(crate) use facts::ErrorType;
 use facts::{Answer, EndpointFacts};
 #[cfg(feature = "otel")]
@@ -95,7 +99,26 @@ impl Telemetry {
     fn endpoint(&self, e: usize) -> Option<&EndpointFacts> {
         self.endpoints.get(e)
     }
+
+    fn instruments(&self) -> Option<&Instruments> {
+        #[cfg(feature = "otel")]
+        {
+            self.instruments.as_ref()
+        }
+        #[cfg(not(feature = "otel"))]
+        {
+            None
+        }
+    }
 }
+
+/// The metric instruments (none without the `otel` feature).
+#[cfg(feature = "otel")]
+type Instruments = otel::Instruments;
+/// The metric instruments (none without the `otel` feature).
+#[cfg(not(feature = "otel"))]
+#[derive(Debug, Clone)]
+enum Instruments {}
 
 /// How a call ended, as its span and its metrics tell it.
 #[derive(Debug, Default)]
@@ -215,14 +238,24 @@ impl CallTrace {
         if self.stream && end.error.is_none() {
             end.first_chunk = Some(end.duration);
         }
-        self.spans.end(&end);
+        let facts = self.endpoint.and_then(|e| shared.telemetry.endpoint(e));
+        self.record(&end, facts, shared.telemetry.instruments());
+    }
+
+    /// Ends the call's span with `end` and records its metrics.
+    fn record(
+        &mut self,
+        end: &End,
+        facts: Option<&EndpointFacts>,
+        instruments: Option<&Instruments>,
+    ) {
+        self.spans.end(end);
         #[cfg(feature = "otel")]
-        if let Some(i) = &shared.telemetry.instruments {
-            let facts = self.endpoint.and_then(|e| shared.telemetry.endpoint(e));
-            i.record(&end, facts, model(facts, self.request_model.as_deref()));
+        if let Some(i) = instruments {
+            i.record(end, facts, model(facts, self.request_model.as_deref()));
         }
         #[cfg(not(feature = "otel"))]
-        let _ = shared;
+        let _ = (facts, instruments);
     }
 
     /// The end of a call that gave up with `e`.
@@ -261,6 +294,57 @@ impl CallTrace {
         self.on_end(shared, now, end);
     }
 
+    /// The stream's start is taken with its `reader` (see
+    /// [`Session::into_stream_reading`]): a started stream's call goes on in the reader
+    /// until the stream ends, at instants read from `clock`.
+    pub(crate) fn on_stream_reading<E>(
+        &mut self,
+        shared: &Shared,
+        now: Timestamp,
+        r: &Result<Started, CallError<E>>,
+        reader: &mut EventReader,
+        clock: StreamClock,
+    ) {
+        let Ok(started) = r else {
+            return self.on_stream(shared, now, r);
+        };
+        if !ACTIVE || std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let facts = self
+            .endpoint
+            .and_then(|e| shared.telemetry.endpoint(e))
+            .cloned();
+        let end = End {
+            attempts: started.attempts,
+            first_chunk: Some(now.saturating_duration_since(self.start)),
+            ..End::default()
+        };
+        let trace = std::mem::replace(self, CallTrace::idle());
+        reader.set_trace(StreamTrace {
+            trace,
+            facts,
+            instruments: shared.telemetry.instruments().cloned(),
+            end,
+            clock,
+        });
+    }
+
+    /// A trace that records nothing (what is left of one moved into a stream).
+    fn idle() -> CallTrace {
+        CallTrace {
+            start: Timestamp::ZERO,
+            stream: true,
+            request_model: None,
+            sent: 0,
+            endpoint: None,
+            hedge: None,
+            error: None,
+            spans: Spans::idle(),
+            ended: true,
+        }
+    }
+
     /// The stream's start is taken (see [`Session::into_stream`]).
     pub(crate) fn on_stream<E>(
         &mut self,
@@ -279,6 +363,58 @@ impl CallTrace {
             Err(e) => self.failed(e),
         };
         self.on_end(shared, now, end);
+    }
+}
+
+/// Reads the face's clock, for the end of a stream.
+pub type StreamClock = Box<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// A started stream's call, kept by its [`EventReader`] until the stream ends, so that
+/// the call's span, its duration and its token usage cover the whole stream.
+pub struct StreamTrace {
+    trace: CallTrace,
+    facts: Option<EndpointFacts>,
+    instruments: Option<Instruments>,
+    /// The end so far: the attempts and the time to the first event.
+    end: End,
+    clock: StreamClock,
+}
+
+impl std::fmt::Debug for StreamTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamTrace").finish_non_exhaustive()
+    }
+}
+
+impl StreamTrace {
+    /// The stream ended (its final event when `cause` is none, else the
+    /// interruption), having told `text` of its answer.
+    pub(crate) fn finish(mut self, text: &StreamText, cause: Option<Interruption>) {
+        let now = (self.clock)();
+        let mut end = std::mem::take(&mut self.end);
+        end.duration = now.saturating_duration_since(self.trace.start);
+        end.error = cause.map(|c| Cow::Borrowed(interruption_name(c)));
+        let (input_tokens, output_tokens) = text.usage();
+        end.answer = Some(Answer {
+            model: text.model().map(str::to_owned),
+            input_tokens,
+            output_tokens,
+        });
+        self.trace
+            .record(&end, self.facts.as_ref(), self.instruments.as_ref());
+    }
+}
+
+/// `error.type` of a stream interrupted after its first event.
+fn interruption_name(cause: Interruption) -> &'static str {
+    match cause {
+        Interruption::Cut => "stream_cut",
+        Interruption::Timeout => "timeout",
+        Interruption::Stalled => "stream_stalled",
+        Interruption::Malformed => "malformed_event",
+        Interruption::ErrorEvent => "error_event",
+        Interruption::Unfinished => "stream_unfinished",
+        Interruption::TooLarge => "body_too_large",
     }
 }
 

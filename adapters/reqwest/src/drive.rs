@@ -127,7 +127,10 @@ pub(crate) async fn stream(
                 Step::Done => break,
             }
         }
-        s.into_stream()?;
+        let clock = c.clock;
+        s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
+            clock.timestamp()
+        })?;
         Ok(EventStream::new(opened))
     })
     .await

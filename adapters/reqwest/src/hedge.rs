@@ -54,7 +54,10 @@ pub(crate) async fn stream(c: &Inner, mut s: S<'_>) -> Result<EventStream, CallE
             },
         )
         .await;
-        s.into_stream()?;
+        let clock = c.clock;
+        s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
+            clock.timestamp()
+        })?;
         Ok(EventStream::new(opened))
     })
     .await

@@ -284,3 +284,139 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
         assert!(!v.contains(KEY) && !v.contains("Bearer"), "a secret in {v}");
     }
 }
+
+/// A mock whose stream events after the first come 30 ms apart, after `script`.
+fn slow_events(script: Vec<Fault>) -> MockServer {
+    eprintln!("seed {SEED:#x}");
+    let scenario = steadfast_mock::Scenario::from_toml(
+        "name = \"slow-events\"\n[[endpoints]]\nname = \"openai\"\nlatency = { fixed = \"0s\" }\n\
+         event_latency = { fixed = \"30ms\" }\n",
+    )
+    .expect("a scenario");
+    let config = MockConfig::new(scenario)
+        .with_seed(SEED)
+        .with_script(script);
+    MockServer::start(config).expect("the mock starts")
+}
+
+#[test]
+fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
+    let spans = InMemorySpanExporter::default();
+    let tracers = SdkTracerProvider::builder()
+        .with_simple_exporter(spans.clone())
+        .build();
+    let exporter = InMemoryMetricExporter::default();
+    let meters = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let meter = meters.meter("steadfast-test");
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(tracers.tracer("steadfast-test")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let whole = slow_events(Vec::new());
+    let cut = slow_events(vec![Fault::StreamCut { after_events: 3 }]);
+    let ask = json!({
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Say hello"}],
+        "stream_options": {"include_usage": true},
+    });
+    rt.block_on(async {
+        let events = client(&whole, Policy::streaming(), meter.clone())
+            .stream(&ask)
+            .await
+            .expect("a stream")
+            .collect_events()
+            .await
+            .expect("the whole stream");
+        assert!(events.len() > 3, "{events:?}");
+        let stream = client(&cut, Policy::streaming(), meter.clone())
+            .stream(&ask)
+            .await
+            .expect("a stream");
+        assert!(
+            stream.collect_events().await.is_err(),
+            "the cut reaches the caller"
+        );
+    });
+    drop(rt);
+    drop(guard);
+    tracers.force_flush().expect("spans flushed");
+    meters.force_flush().expect("metrics flushed");
+    let finished = spans.get_finished_spans().expect("spans");
+    let metrics = exporter.get_finished_metrics().expect("metrics");
+
+    let calls = tree(&finished);
+    assert_eq!(calls.len(), 2, "{finished:#?}");
+    // The whole stream: usage and the model from its chunks; its span ends after its
+    // attempt's (which ends at the first event).
+    let (call, attempts) = &calls[0];
+    let a = attrs(call);
+    assert_eq!(attr(&a, "steadfast.stream"), Some("true"));
+    assert!(attr(&a, "gen_ai.response.model").is_some(), "{a:#?}");
+    assert!(attr(&a, "gen_ai.usage.input_tokens").is_some(), "{a:#?}");
+    assert!(attr(&a, "gen_ai.usage.output_tokens").is_some(), "{a:#?}");
+    assert_eq!(attr(&a, "error.type"), None);
+    assert_eq!(call.status, Status::Unset);
+    assert_eq!(attempts.len(), 1);
+    assert!(call.end_time > attempts[0].end_time);
+    // The cut stream: the interruption is the call's error.
+    let (call, attempts) = &calls[1];
+    let a = attrs(call);
+    assert_eq!(attr(&a, "error.type"), Some("stream_cut"), "{a:#?}");
+    assert!(matches!(call.status, Status::Error { .. }));
+    assert!(call.end_time > attempts[0].end_time);
+
+    let mut by_name = BTreeMap::new();
+    for rm in &metrics {
+        for sm in rm.scope_metrics() {
+            for m in sm.metrics() {
+                by_name.insert(m.name().to_owned(), m);
+            }
+        }
+    }
+    let sums = |name: &str| -> BTreeMap<String, (u64, f64)> {
+        let AggregatedMetrics::F64(MetricData::Histogram(h)) = by_name[name].data() else {
+            panic!("{name}: not an f64 histogram");
+        };
+        h.data_points()
+            .map(|p| {
+                let port = p
+                    .attributes()
+                    .find(|kv| kv.key.as_str() == "server.port")
+                    .map(|kv| kv.value.to_string())
+                    .unwrap_or_default();
+                (port, (p.count(), p.sum()))
+            })
+            .collect()
+    };
+    let durations = sums("gen_ai.client.operation.duration");
+    let firsts = sums("gen_ai.client.operation.time_to_first_chunk");
+    for server in [&whole, &cut] {
+        let port = server.addr().port().to_string();
+        let (n, whole_s) = durations[&port];
+        let (m, first_s) = firsts[&port];
+        assert_eq!((n, m), (1, 1));
+        assert!(
+            whole_s > first_s,
+            "{whole_s} s in all, {first_s} s to the first"
+        );
+    }
+    let AggregatedMetrics::U64(MetricData::Histogram(tokens)) =
+        by_name["gen_ai.client.token.usage"].data()
+    else {
+        panic!("not a u64 histogram");
+    };
+    let whole_port = whole.addr().port().to_string();
+    let whole_tokens = tokens
+        .data_points()
+        .filter(|p| {
+            p.attributes()
+                .any(|kv| kv.key.as_str() == "server.port" && kv.value.to_string() == whole_port)
+        })
+        .count();
+    assert_eq!(whole_tokens, 2, "input and output of the whole stream");
+}

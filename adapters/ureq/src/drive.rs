@@ -200,7 +200,10 @@ pub(crate) fn stream(
         let _attempt = s.attempt_span().entered();
         opened = open(c, &mut s, out);
     }
-    s.into_stream()?;
+    let clock = c.clock;
+    s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
+        clock.timestamp()
+    })?;
     Ok(EventIter::new(opened))
 }
 

@@ -21,7 +21,7 @@ pub const TOKEN_BUCKETS: [f64; 14] = [
 ];
 
 /// The instruments, made once per client on the caller's meter.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Instruments {
     duration: Histogram<f64>,
     tokens: Histogram<u64>,

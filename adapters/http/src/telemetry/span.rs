@@ -137,6 +137,14 @@ impl Spans {
         }
     }
 
+    /// Spans that record nothing.
+    pub(crate) fn idle() -> Spans {
+        Spans {
+            call: SpanHandle::none(),
+            attempts: Vec::new(),
+        }
+    }
+
     /// The call's span.
     pub(crate) fn call_span(&self) -> SpanHandle {
         self.call.clone()
