@@ -3,7 +3,7 @@
 //! `gen_ai.client.token.usage`, `gen_ai.client.operation.time_to_first_chunk`, as
 //! Prometheus spells them), `steadfast_*` for what they lack: requests by status,
 //! attempts, retries, give-ups by reason, breaker states and transitions, key states
-//! and cooldowns, failovers, stream cuts, single-flight joins and replays.
+//! and cooldowns, failovers, hedges, stream cuts, single-flight joins and replays.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -257,6 +257,18 @@ fn render_client(out: &mut String, m: &MetricsSnapshot) {
         "steadfast_failovers_total",
         "Attempts sent to another endpoint than the last.",
         m.failovers,
+    );
+    counter(
+        out,
+        "steadfast_hedges_total",
+        "Hedges sent: upstream attempts beside one of the same call still running.",
+        m.hedges,
+    );
+    counter(
+        out,
+        "steadfast_hedges_cancelled_total",
+        "Upstream attempts dropped unanswered because another of their call answered first.",
+        m.hedges_cancelled,
     );
     counter(
         out,
