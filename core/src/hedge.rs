@@ -53,8 +53,8 @@ const UNIT: u64 = 1_000_000;
 /// | `min_samples` | 20 | a quantile of fewer successes is noise; `after` serves until then |
 ///
 /// No preset turns hedging on: a hedge is a paid request, and whether a tail is worth
-/// paying for is the caller's call. Faces that cannot run two attempts at once (the
-/// blocking client, the tower layer) never hedge whatever the policy says.
+/// paying for is the caller's call. A face that runs one attempt at a time (the tower
+/// layer) never hedges whatever the policy says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]

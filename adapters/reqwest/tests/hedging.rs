@@ -9,6 +9,9 @@ use serde_json::json;
 use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 
+#[path = "support/scripted.rs"]
+mod scripted;
+
 const SCENARIO: &str = include_str!("../../sim/scenarios/slow-tail.toml");
 const PLAIN: &str = include_str!("../../sim/scenarios/slow-tail.policy.toml");
 const HEDGED: &str = include_str!("../../sim/scenarios/slow-tail-hedged.policy.toml");
@@ -85,22 +88,6 @@ async fn fifty_calls_on_a_slow_tail_with_and_without_hedging() {
     );
 }
 
-/// A mock answering at once after `script`, that serves a request beside one in
-/// progress with the same key (as the real chat APIs do), and whose stream events
-/// after the first come `event_ms` apart.
-fn streaming_mock(seed: u64, event_ms: u64, script: Vec<Fault>) -> MockServer {
-    eprintln!("seed {seed:#x}");
-    let scenario = Scenario::from_toml(&format!(
-        "name = \"streams\"\n[[endpoints]]\nname = \"openai\"\nlatency = {{ fixed = \"0s\" }}\n\
-         event_latency = {{ fixed = \"{event_ms}ms\" }}\nconflicts = false\n"
-    ))
-    .expect("a scenario");
-    let config = MockConfig::new(scenario)
-        .with_seed(seed)
-        .with_script(script);
-    MockServer::start(config).expect("mock")
-}
-
 fn streaming_hedged_after(ms: u64) -> Policy {
     let mut p = Policy::streaming();
     p.hedge = steadfast_core::hedge::HedgeConfig::after(std::time::Duration::from_millis(ms))
@@ -126,7 +113,7 @@ fn stream_client(server: &MockServer, policy: Policy) -> Client {
 /// dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_stream_is_hedged_before_its_first_event() {
-    let server = streaming_mock(0x51, 0, vec![Fault::Latency { ms: 3_000 }]);
+    let server = scripted::hedgeable(0x51, 0, vec![Fault::Latency { ms: 3_000 }]);
     let client = stream_client(&server, streaming_hedged_after(200));
     let ask =
         json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
@@ -150,7 +137,7 @@ async fn a_held_stream_is_hedged_before_its_first_event() {
 /// after it (the caller has seen an event: the call is committed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_is_never_hedged_after_its_first_event() {
-    let server = streaming_mock(0x52, 150, Vec::new());
+    let server = scripted::hedgeable(0x52, 150, Vec::new());
     let ask =
         json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
     let client = stream_client(&server, streaming_hedged_after(50));

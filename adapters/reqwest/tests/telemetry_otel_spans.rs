@@ -15,7 +15,7 @@ use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMete
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::json;
 use steadfast_core::hedge::HedgeConfig;
-use steadfast_mock::{Fault, MockConfig, MockServer};
+use steadfast_mock::{Fault, MockServer};
 use steadfast_reqwest::{Client, EndpointDef, Policy, Provider};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -48,20 +48,6 @@ fn hedging() -> Policy {
     let mut p = Policy::default().without_jitter();
     p.hedge = HedgeConfig::after(Duration::from_millis(100)).with_budget(1.0);
     p
-}
-
-/// A mock whose first request is held for 3 s and that serves a request beside one in
-/// progress with the same idempotency key, as the real chat APIs do.
-fn slow_first() -> MockServer {
-    eprintln!("seed {SEED:#x}");
-    let mut config = MockConfig::builtin("ok")
-        .expect("built-in")
-        .with_seed(SEED)
-        .with_script([Fault::Latency { ms: 3_000 }]);
-    for e in &mut config.scenario.endpoints {
-        e.conflicts = false;
-    }
-    MockServer::start(config).expect("the mock starts")
 }
 
 fn ask() -> serde_json::Value {
@@ -148,7 +134,7 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
         .build()
         .expect("runtime");
     let retried = scripted::mock(SEED, vec![Fault::status(500)]);
-    let held = slow_first();
+    let held = scripted::hedgeable(SEED, 0, vec![Fault::Latency { ms: 3_000 }]);
     let (hedged_metrics, retried_port, held_port) = rt.block_on(async {
         let reply = client(&retried, retrying(), meter.clone())
             .chat(ask())
@@ -285,20 +271,6 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
     }
 }
 
-/// A mock whose stream events after the first come 30 ms apart, after `script`.
-fn slow_events(script: Vec<Fault>) -> MockServer {
-    eprintln!("seed {SEED:#x}");
-    let scenario = steadfast_mock::Scenario::from_toml(
-        "name = \"slow-events\"\n[[endpoints]]\nname = \"openai\"\nlatency = { fixed = \"0s\" }\n\
-         event_latency = { fixed = \"30ms\" }\n",
-    )
-    .expect("a scenario");
-    let config = MockConfig::new(scenario)
-        .with_seed(SEED)
-        .with_script(script);
-    MockServer::start(config).expect("the mock starts")
-}
-
 #[test]
 fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
     let spans = InMemorySpanExporter::default();
@@ -317,8 +289,8 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
         .enable_all()
         .build()
         .expect("runtime");
-    let whole = slow_events(Vec::new());
-    let cut = slow_events(vec![Fault::StreamCut { after_events: 3 }]);
+    let whole = scripted::hedgeable(SEED, 30, Vec::new());
+    let cut = scripted::hedgeable(SEED, 30, vec![Fault::StreamCut { after_events: 3 }]);
     let ask = json!({
         "model": "gpt-4o-mini",
         "messages": [{"role": "user", "content": "Say hello"}],

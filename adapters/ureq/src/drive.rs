@@ -22,7 +22,7 @@ use crate::errors::transport;
 use crate::stream::EventIter;
 use crate::{CallError, Inner};
 
-type S<'c> = Session<'c, ureq::Error>;
+pub(crate) type S<'c> = Session<'c, ureq::Error>;
 
 /// The bytes read per `read` of a stream.
 const STREAM_READ: usize = 8 * 1024;
@@ -45,7 +45,7 @@ impl Clock {
     }
 
     /// The instant now, with the wall clock, for a report.
-    fn now(&self) -> Now {
+    pub(crate) fn now(&self) -> Now {
         self.0.now(Instant::now())
     }
 
@@ -55,15 +55,20 @@ impl Clock {
         self.0.instant(at)
     }
 
+    /// The time from now until `at` (zero once it passed).
+    pub(crate) fn until(&self, at: Timestamp) -> Duration {
+        self.0.instant(at).saturating_duration_since(Instant::now())
+    }
+
     /// Sleeps this thread until `at`; the instant it woke at.
     fn sleep_until(&self, at: Timestamp) -> Timestamp {
-        thread::sleep(self.0.instant(at).saturating_duration_since(Instant::now()));
+        thread::sleep(self.until(at));
         self.timestamp()
     }
 }
 
 /// One attempt's request, owned (a stream's is sent from its own thread).
-struct Request {
+pub(crate) struct Request {
     url: String,
     headers: HeaderMap,
     body: Bytes,
@@ -98,20 +103,36 @@ fn send(agent: &Agent, r: Request, stream: bool) -> Result<Response<ureq::Body>,
     agent.run(config.build())
 }
 
+/// Takes a lease ask to the shared store from this thread: the answer and the instant
+/// it came (a failure without a store).
+pub(crate) fn lease(
+    c: &Inner,
+    ask: &steadfast_http::LeaseAsk,
+) -> (steadfast_http::LeaseAnswer, Timestamp) {
+    #[cfg(feature = "redis")]
+    {
+        crate::shared_store::lease(c, ask)
+    }
+    #[cfg(not(feature = "redis"))]
+    {
+        let _ = ask;
+        (steadfast_http::LeaseAnswer::Failed, c.clock.timestamp())
+    }
+}
+
 /// The session's next attempt: sleeps and lease asks on the way.
 fn next_send<'c>(c: &Inner, s: &mut S<'c>) -> Option<steadfast_http::Outgoing<'c>> {
     let wait = |at| c.clock.sleep_until(at);
-    #[cfg(feature = "redis")]
-    let lease = |ask: &steadfast_http::LeaseAsk| crate::shared_store::lease(c, ask);
-    #[cfg(not(feature = "redis"))]
-    let lease =
-        |_: &steadfast_http::LeaseAsk| (steadfast_http::LeaseAnswer::Failed, c.clock.timestamp());
-    s.next_send_leasing(c.clock.timestamp(), wait, lease)
+    s.next_send_leasing(c.clock.timestamp(), wait, |ask| lease(c, ask))
 }
 
 /// A call, with its fallbacks (the session runs them).
 pub(crate) fn chat(c: &Inner, options: &CallOptions, body: &Value) -> Result<Reply, CallError> {
-    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
+    let s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, false, options);
+    let mut s = s.hedged();
+    if s.is_hedged() {
+        return crate::hedge::chat(c, s);
+    }
     let _call = s.call_span().entered();
     while let Some(out) = next_send(c, &mut s) {
         let _attempt = s.attempt_span().entered();
@@ -132,18 +153,23 @@ fn report_send_error(c: &Inner, s: &mut S<'_>, e: ureq::Error) {
 }
 
 fn exchange(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) {
-    match send(&c.agent, out.into(), false) {
+    let done = whole(&c.agent, out.into(), s.max_body());
+    report_opening(c, s, done);
+}
+
+/// Sends a request and reads its body whole, within `max` bytes.
+pub(crate) fn whole(agent: &Agent, request: Request, max: u64) -> Opening {
+    match send(agent, request, false) {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
-            let whole = read_whole(s.max_body(), body);
-            report_whole(c, s, parts.status.as_u16(), &parts.headers, whole);
+            Opening::Whole(parts.status.as_u16(), parts.headers, read_whole(max, body))
         }
-        Err(e) => report_send_error(c, s, e),
+        Err(e) => Opening::Failed(e),
     }
 }
 
 /// A body read whole, or why not.
-enum Whole {
+pub(crate) enum Whole {
     Read(Vec<u8>),
     TooLarge,
     Failed(ureq::Error),
@@ -193,7 +219,11 @@ pub(crate) fn stream(
     options: &CallOptions,
     body: &Value,
 ) -> Result<EventIter, CallError> {
-    let mut s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
+    let s: S<'_> = Session::with_options(&c.shared, c.clock.timestamp(), body, true, options);
+    let mut s = s.hedged();
+    if s.is_hedged() {
+        return crate::hedge::stream(c, s);
+    }
     let _call = s.call_span().entered();
     let mut opened = None;
     while let Some(out) = next_send(c, &mut s) {
@@ -207,8 +237,8 @@ pub(crate) fn stream(
     Ok(EventIter::new(opened))
 }
 
-/// What a stream attempt came to before its first event.
-enum Opening {
+/// What an attempt came to: a whole answer, or a stream's start.
+pub(crate) enum Opening {
     /// No response.
     Failed(ureq::Error),
     /// An error status, its body read whole.
@@ -218,7 +248,7 @@ enum Opening {
 }
 
 /// How a 2xx stream began.
-enum First {
+pub(crate) enum First {
     /// The first event, well-formed or not (boxed: one allocation per stream start
     /// keeps the other outcomes small).
     Event(bool, Box<Opened>),
@@ -235,7 +265,6 @@ enum First {
 /// first-event deadline. A thread given up on ends with the attempt's own timeout.
 fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
     let first_by = Instant::now() + out.first_event_timeout();
-    let stall = out.attempt.stall_timeout;
     let (agent, max, reader) = (c.agent.clone(), s.max_body(), s.event_reader(c.clock.now()));
     let request = Request::from(out);
     let (tx, rx) = mpsc::sync_channel(1);
@@ -250,11 +279,7 @@ fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
         return None;
     }
     let kind = match rx.recv_timeout(first_by.saturating_duration_since(Instant::now())) {
-        Ok(o) => {
-            let mut opened = report_opening(c, s, o)?;
-            opened.stall = stall;
-            return Some(opened);
-        }
+        Ok(o) => return report_opening(c, s, o),
         Err(RecvTimeoutError::Timeout) => TransportKind::Timeout,
         Err(RecvTimeoutError::Disconnected) => TransportKind::Other,
     };
@@ -263,7 +288,8 @@ fn open(c: &Inner, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Opened> {
 }
 
 /// Sends a stream's request and reads until its first event (on the stream's thread).
-fn opening(agent: &Agent, request: Request, reader: EventReader, max: u64) -> Opening {
+pub(crate) fn opening(agent: &Agent, request: Request, reader: EventReader, max: u64) -> Opening {
+    let stall = request.attempt.stall_timeout;
     let resp = match send(agent, request, true) {
         Ok(r) => r,
         Err(e) => return Opening::Failed(e),
@@ -276,11 +302,15 @@ fn opening(agent: &Agent, request: Request, reader: EventReader, max: u64) -> Op
     Opening::Events(
         status,
         parts.headers,
-        first_event(body.into_reader(), reader),
+        first_event(body.into_reader(), reader, stall),
     )
 }
 
-fn first_event(mut body: ureq::BodyReader<'static>, mut reader: EventReader) -> First {
+fn first_event(
+    mut body: ureq::BodyReader<'static>,
+    mut reader: EventReader,
+    stall: Option<Duration>,
+) -> First {
     let mut buf = vec![0u8; STREAM_READ];
     loop {
         match body.read(&mut buf) {
@@ -291,7 +321,7 @@ fn first_event(mut body: ureq::BodyReader<'static>, mut reader: EventReader) -> 
                     let opened = Opened {
                         body,
                         reader,
-                        stall: None,
+                        stall,
                     };
                     return First::Event(ok, Box::new(opened));
                 }
@@ -305,7 +335,9 @@ fn first_event(mut body: ureq::BodyReader<'static>, mut reader: EventReader) -> 
     }
 }
 
-fn report_opening(c: &Inner, s: &mut S<'_>, opening: Opening) -> Option<Opened> {
+/// Reports what an attempt came to (to the attempt selected): the stream, when its
+/// first event was what the API sends.
+pub(crate) fn report_opening(c: &Inner, s: &mut S<'_>, opening: Opening) -> Option<Opened> {
     let (status, headers, first) = match opening {
         Opening::Failed(e) => {
             report_send_error(c, s, e);

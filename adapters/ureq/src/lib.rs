@@ -46,6 +46,11 @@
 //! when a request starts, so a stream attempt is sent and read up to its first event
 //! on a short-lived thread of its own, which the calling thread stops waiting for at
 //! that deadline. After the first event, the attempt timeout bounds the stream.
+//!
+//! With the policy's `[hedge]` on, every attempt of a call or a stream (until its
+//! first event) runs on a thread of its own, and the calling thread waits for the first
+//! usable answer; ureq cannot abort a request, so a cancelled attempt's thread runs on
+//! to its timeout and its answer is dropped.
 
 #![forbid(unsafe_code)]
 // `CallError` holds the last `ureq::Error` by value, and ureq's error alone is close to
@@ -55,6 +60,7 @@
 
 mod drive;
 mod errors;
+mod hedge;
 #[cfg(feature = "redis")]
 mod shared_store;
 mod stream;
