@@ -271,3 +271,39 @@ fn rpm_keeps_the_batch_under_the_servers_limit() {
     assert_eq!(stats.early, 0, "{stats:?}");
     assert_eq!(stats.processed, 150, "{stats:?}");
 }
+
+#[test]
+fn hedged_lines_beat_held_requests() {
+    let tmp = Tmp::new("hedged");
+    let held = || Fault::Latency { ms: 3_000 };
+    let mut config = MockConfig::builtin("ok")
+        .expect("a built-in scenario")
+        .with_seed(13)
+        .with_script([held(), Fault::Ok, Fault::Ok, Fault::Ok, held()]);
+    // The real chat APIs serve a request beside one in progress with the same key.
+    for e in &mut config.scenario.endpoints {
+        e.conflicts = false;
+    }
+    let s = MockServer::start(config).expect("mock starts");
+    let input = tmp.write("in.jsonl", &prompts("line", 20));
+    let hedged = format!(
+        "{FAST}[hedge]\nafter = \"100ms\"\nbudget = 1.0\n[retry]\nattempt_timeout = \"10s\"\n"
+    );
+    let config = tmp.write("hedged.toml", &hedged);
+    let out = tmp.p("out.jsonl");
+    let run = batch_at(
+        &s.base_url(),
+        &[
+            "--input", &input, "--output", &out, "--config", &config, "--seed", "7",
+        ],
+    )
+    .ok();
+    let r = all_ok(&tmp.path("out.jsonl"), "line", 20);
+    assert_eq!(r.values().filter(|l| l["attempts"] == 2).count(), 2);
+    assert_eq!(summary_figure(&run.stderr, "hedges"), 2, "{}", run.stderr);
+    assert_eq!(summary_figure(&run.stderr, "retries"), 0, "{}", run.stderr);
+    // Each held request and its hedge carried the line's one key.
+    let stats = s.stats();
+    assert_eq!(stats.total_requests, 22);
+    assert_eq!(stats.keys.len(), 20);
+}

@@ -187,6 +187,13 @@ impl Summary {
         if m.failovers > 0 {
             row(&mut s, "failovers", m.failovers.to_string());
         }
+        if m.hedges > 0 {
+            row(
+                &mut s,
+                "hedges",
+                format!("{} ({} attempts dropped)", m.hedges, m.hedges_cancelled),
+            );
+        }
         if m.shared_fallbacks > 0 {
             // The store of the shared limits failed: the limits were local (fail open)
             // or admissions paused (fail closed) until it answered again.
