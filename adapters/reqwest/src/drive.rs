@@ -127,13 +127,23 @@ pub(crate) async fn stream(
                 Step::Done => break,
             }
         }
-        let clock = c.clock;
-        s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
-            clock.timestamp()
-        })?;
-        Ok(EventStream::new(opened))
+        started(c, s, opened)
     })
     .await
+}
+
+/// The stream a finished session started: its call goes on in the stream's reader,
+/// to the stream's end.
+pub(crate) fn started(
+    c: &Inner,
+    s: S<'_>,
+    mut opened: Option<Opened>,
+) -> Result<EventStream, CallError> {
+    let clock = c.clock;
+    s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
+        clock.timestamp()
+    })?;
+    Ok(EventStream::new(opened))
 }
 
 /// One stream attempt, until its first event (within the first-event timeout).

@@ -54,11 +54,7 @@ pub(crate) async fn stream(c: &Inner, mut s: S<'_>) -> Result<EventStream, CallE
             },
         )
         .await;
-        let clock = c.clock;
-        s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
-            clock.timestamp()
-        })?;
-        Ok(EventStream::new(opened))
+        crate::drive::started(c, s, opened)
     })
     .await
 }

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use opentelemetry::metrics::MeterProvider;
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Meter, MeterProvider};
 use opentelemetry::trace::{SpanId, SpanKind, Status, TracerProvider};
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::json;
@@ -115,27 +116,80 @@ fn everything(
     all
 }
 
+/// OpenTelemetry's in-memory exporters, fed by `tracing-opentelemetry` (spans) and by
+/// the meter given to the clients (metrics).
+struct Exported {
+    spans: InMemorySpanExporter,
+    tracers: SdkTracerProvider,
+    metrics: InMemoryMetricExporter,
+    meters: SdkMeterProvider,
+}
+
+impl Exported {
+    fn new() -> Exported {
+        let spans = InMemorySpanExporter::default();
+        let metrics = InMemoryMetricExporter::default();
+        Exported {
+            tracers: SdkTracerProvider::builder()
+                .with_simple_exporter(spans.clone())
+                .build(),
+            meters: SdkMeterProvider::builder()
+                .with_reader(PeriodicReader::builder(metrics.clone()).build())
+                .build(),
+            spans,
+            metrics,
+        }
+    }
+
+    /// Runs `f` (given the meter) on a current-thread runtime with the exporting
+    /// subscriber as this thread's.
+    fn run<T, F: Future<Output = T>>(&self, f: impl FnOnce(Meter) -> F) -> T {
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_opentelemetry::layer().with_tracer(self.tracers.tracer("steadfast-test")),
+        );
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(f(self.meters.meter("steadfast-test")))
+    }
+
+    /// What the exporters got: the spans, and the metrics by name.
+    fn finished(&self) -> (Vec<SpanData>, Vec<ResourceMetrics>) {
+        self.tracers.force_flush().expect("spans flushed");
+        self.meters.force_flush().expect("metrics flushed");
+        (
+            self.spans.get_finished_spans().expect("spans"),
+            self.metrics.get_finished_metrics().expect("metrics"),
+        )
+    }
+}
+
+/// The metrics by name.
+fn by_name(metrics: &[ResourceMetrics]) -> BTreeMap<String, &Metric> {
+    metrics
+        .iter()
+        .flat_map(|rm| rm.scope_metrics())
+        .flat_map(|sm| sm.metrics())
+        .map(|m| (m.name().to_owned(), m))
+        .collect()
+}
+
+/// The `server.port` attribute of a data point.
+fn port_of<'a>(mut attributes: impl Iterator<Item = &'a KeyValue>) -> String {
+    attributes
+        .find(|kv| kv.key.as_str() == "server.port")
+        .map(|kv| kv.value.to_string())
+        .unwrap_or_default()
+}
+
 #[test]
 fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
-    let spans = InMemorySpanExporter::default();
-    let tracers = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
-        .build();
-    let exporter = InMemoryMetricExporter::default();
-    let meters = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let meter = meters.meter("steadfast-test");
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(tracers.tracer("steadfast-test")));
-    let guard = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let exported = Exported::new();
     let retried = scripted::mock(SEED, vec![Fault::status(500)]);
     let held = scripted::hedgeable(SEED, 0, vec![Fault::Latency { ms: 3_000 }]);
-    let (hedged_metrics, retried_port, held_port) = rt.block_on(async {
+    let (hedged_metrics, retried_port, held_port) = exported.run(|meter| async move {
         let reply = client(&retried, retrying(), meter.clone())
             .chat(ask())
             .await
@@ -150,15 +204,10 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
             held.addr().port().to_string(),
         )
     });
-    drop(rt);
-    drop(guard);
     assert_eq!(hedged_metrics.hedges, 1);
     assert_eq!(hedged_metrics.hedges_cancelled, 1);
     assert_eq!(hedged_metrics.retries, 0, "a hedge is not a retry");
-    tracers.force_flush().expect("spans flushed");
-    meters.force_flush().expect("metrics flushed");
-    let finished = spans.get_finished_spans().expect("spans");
-    let metrics = exporter.get_finished_metrics().expect("metrics");
+    let (finished, metrics) = exported.finished();
 
     let calls = tree(&finished);
     assert_eq!(calls.len(), 2, "{finished:#?}");
@@ -233,14 +282,7 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
     );
 
     // Both calls in the conventions' histograms, one point each (their ports differ).
-    let mut by_name = BTreeMap::new();
-    for rm in &metrics {
-        for sm in rm.scope_metrics() {
-            for m in sm.metrics() {
-                by_name.insert(m.name().to_owned(), m);
-            }
-        }
-    }
+    let by_name = by_name(&metrics);
     let duration = by_name["gen_ai.client.operation.duration"];
     let AggregatedMetrics::F64(MetricData::Histogram(h)) = duration.data() else {
         panic!("not an f64 histogram: {duration:?}");
@@ -249,10 +291,7 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
         .data_points()
         .map(|p| {
             assert_eq!(p.count(), 1);
-            p.attributes()
-                .find(|kv| kv.key.as_str() == "server.port")
-                .map(|kv| kv.value.to_string())
-                .unwrap_or_default()
+            port_of(p.attributes())
         })
         .collect();
     assert_eq!(ports.len(), 2, "{ports:?}");
@@ -273,22 +312,7 @@ fn spans_and_metrics_of_a_retried_and_a_hedged_call_carry_no_key() {
 
 #[test]
 fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
-    let spans = InMemorySpanExporter::default();
-    let tracers = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
-        .build();
-    let exporter = InMemoryMetricExporter::default();
-    let meters = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let meter = meters.meter("steadfast-test");
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(tracers.tracer("steadfast-test")));
-    let guard = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let exported = Exported::new();
     let whole = scripted::hedgeable(SEED, 30, Vec::new());
     let cut = scripted::hedgeable(SEED, 30, vec![Fault::StreamCut { after_events: 3 }]);
     let ask = json!({
@@ -296,8 +320,9 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
         "messages": [{"role": "user", "content": "Say hello"}],
         "stream_options": {"include_usage": true},
     });
-    rt.block_on(async {
-        let events = client(&whole, Policy::streaming(), meter.clone())
+    let (whole, cut) = (&whole, &cut);
+    exported.run(|meter| async move {
+        let events = client(whole, Policy::streaming(), meter.clone())
             .stream(&ask)
             .await
             .expect("a stream")
@@ -305,7 +330,7 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
             .await
             .expect("the whole stream");
         assert!(events.len() > 3, "{events:?}");
-        let stream = client(&cut, Policy::streaming(), meter.clone())
+        let stream = client(cut, Policy::streaming(), meter.clone())
             .stream(&ask)
             .await
             .expect("a stream");
@@ -314,12 +339,7 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
             "the cut reaches the caller"
         );
     });
-    drop(rt);
-    drop(guard);
-    tracers.force_flush().expect("spans flushed");
-    meters.force_flush().expect("metrics flushed");
-    let finished = spans.get_finished_spans().expect("spans");
-    let metrics = exporter.get_finished_metrics().expect("metrics");
+    let (finished, metrics) = exported.finished();
 
     let calls = tree(&finished);
     assert_eq!(calls.len(), 2, "{finished:#?}");
@@ -342,32 +362,18 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
     assert!(matches!(call.status, Status::Error { .. }));
     assert!(call.end_time > attempts[0].end_time);
 
-    let mut by_name = BTreeMap::new();
-    for rm in &metrics {
-        for sm in rm.scope_metrics() {
-            for m in sm.metrics() {
-                by_name.insert(m.name().to_owned(), m);
-            }
-        }
-    }
+    let by_name = by_name(&metrics);
     let sums = |name: &str| -> BTreeMap<String, (u64, f64)> {
         let AggregatedMetrics::F64(MetricData::Histogram(h)) = by_name[name].data() else {
             panic!("{name}: not an f64 histogram");
         };
         h.data_points()
-            .map(|p| {
-                let port = p
-                    .attributes()
-                    .find(|kv| kv.key.as_str() == "server.port")
-                    .map(|kv| kv.value.to_string())
-                    .unwrap_or_default();
-                (port, (p.count(), p.sum()))
-            })
+            .map(|p| (port_of(p.attributes()), (p.count(), p.sum())))
             .collect()
     };
     let durations = sums("gen_ai.client.operation.duration");
     let firsts = sums("gen_ai.client.operation.time_to_first_chunk");
-    for server in [&whole, &cut] {
+    for server in [whole, cut] {
         let port = server.addr().port().to_string();
         let (n, whole_s) = durations[&port];
         let (m, first_s) = firsts[&port];
@@ -385,10 +391,7 @@ fn a_streams_span_and_duration_cover_the_whole_stream_and_its_usage() {
     let whole_port = whole.addr().port().to_string();
     let whole_tokens = tokens
         .data_points()
-        .filter(|p| {
-            p.attributes()
-                .any(|kv| kv.key.as_str() == "server.port" && kv.value.to_string() == whole_port)
-        })
+        .filter(|p| port_of(p.attributes()) == whole_port)
         .count();
     assert_eq!(whole_tokens, 2, "input and output of the whole stream");
 }

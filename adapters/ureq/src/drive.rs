@@ -230,11 +230,7 @@ pub(crate) fn stream(
         let _attempt = s.attempt_span().entered();
         opened = open(c, &mut s, out);
     }
-    let clock = c.clock;
-    s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
-        clock.timestamp()
-    })?;
-    Ok(EventIter::new(opened))
+    started(c, s, opened)
 }
 
 /// What an attempt came to: a whole answer, or a stream's start.
@@ -258,6 +254,20 @@ pub(crate) enum First {
     TooLarge,
     /// Reading failed.
     Failed(ureq::Error),
+}
+
+/// The stream a finished session started: its call goes on in the stream's reader,
+/// to the stream's end.
+pub(crate) fn started(
+    c: &Inner,
+    s: S<'_>,
+    mut opened: Option<Opened>,
+) -> Result<EventIter, CallError> {
+    let clock = c.clock;
+    s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
+        clock.timestamp()
+    })?;
+    Ok(EventIter::new(opened))
 }
 
 /// One stream attempt, until its first event. ureq fixes its timeouts when a request

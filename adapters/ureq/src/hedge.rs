@@ -26,12 +26,8 @@ pub(crate) fn chat(c: &Inner, mut s: S<'_>) -> Result<Reply, CallError> {
 /// A hedged stream, retried and hedged until its first event.
 pub(crate) fn stream(c: &Inner, mut s: S<'_>) -> Result<EventIter, CallError> {
     let _call = s.call_span().entered();
-    let mut opened = race(c, &mut s, true);
-    let clock = c.clock;
-    s.into_stream_reading(opened.as_mut().map(|o| &mut o.reader), move || {
-        clock.timestamp()
-    })?;
-    Ok(EventIter::new(opened))
+    let opened = race(c, &mut s, true);
+    crate::drive::started(c, s, opened)
 }
 
 /// Runs the session until it is done, each attempt on its own thread; the stream, for
