@@ -141,14 +141,17 @@ impl Upstream {
     /// One whole call of `request` on `shared` (see [`Upstream::handles`]), with its
     /// fallbacks; and the answer's body as the upstream sent it, when the reply is
     /// that body untranslated (in `options.shape`, from the last attempt, not a
-    /// fallback's), so that it can be passed on as it came.
+    /// fallback's), so that it can be passed on as it came. The session passes such
+    /// bodies through ([`Session::passing_through`]): it reads them only for their
+    /// `model` and `usage`, and the reply's body holds only those.
     pub async fn chat(
         &self,
         shared: &Shared,
         request: &Value,
         options: &CallOptions,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
-        let mut s: S<'_> = Session::with_options(shared, self.timestamp(), request, false, options);
+        let mut s: S<'_> = Session::with_options(shared, self.timestamp(), request, false, options)
+            .passing_through();
         let span = s.call_span();
         span.instrument(async move {
             let mut last = None;
