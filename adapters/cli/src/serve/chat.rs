@@ -203,13 +203,13 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
     response
 }
 
+/// A whole call's result: its reply, with the upstream's bytes when they can be passed
+/// on as they came (see [`super::upstream::Upstream::chat`]).
+type Whole<E> = Result<(Reply, Option<Bytes>), steadfast_http::CallError<E>>;
+
 /// The answer of a whole call (`None`: cut short by the shutdown), and whether to keep
 /// it for replay.
-fn answered<E>(
-    gw: &Gateway,
-    shape: Provider,
-    result: Option<Result<(Reply, Option<Bytes>), steadfast_http::CallError<E>>>,
-) -> (Answer, bool) {
+fn answered<E>(gw: &Gateway, shape: Provider, result: Option<Whole<E>>) -> (Answer, bool) {
     match result {
         None => (ending_answer(shape), false),
         Some(Ok((reply, raw))) => success(gw, &reply, raw),

@@ -7,7 +7,9 @@
 //! request's URL again for its redirect policy, clones its headers and stacks tower
 //! services; a gateway request pays for each). The loop holds no policy: the session
 //! says what to send and when, and hears what came back. Calls that hedge or lease
-//! shared limits stay on the reqwest client ([`Upstream::handles`]).
+//! shared limits, and every call when the environment names a proxy (which reqwest
+//! honours and this client does not), stay on the reqwest client
+//! ([`Upstream::handles`]).
 
 use std::error::Error;
 use std::fmt;
@@ -78,7 +80,19 @@ pub struct Upstream {
     /// Each endpoint's URL, in engine order (`None`: hyper cannot parse it).
     uris: Vec<Option<Uri>>,
     epoch: Epoch,
+    /// The environment names a proxy (see [`PROXY_VARIABLES`]).
+    proxied: bool,
 }
+
+/// The variables reqwest reads its system proxy from.
+const PROXY_VARIABLES: [&str; 6] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+];
 
 impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -116,18 +130,22 @@ impl Upstream {
                 shared.endpoint_url(id).and_then(|u| Uri::try_from(u).ok())
             })
             .collect();
+        let proxied = PROXY_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
         Ok(Upstream {
             http,
             uris,
             epoch: client.epoch(),
+            proxied,
         })
     }
 
     /// Whether calls on `shared` can go through this transport: not when they hedge
     /// (two exchanges at once) or lease shared limits (the reqwest client holds the
-    /// store).
+    /// store), nor when the environment names a proxy.
     pub fn handles(&self, shared: &Shared) -> bool {
-        !shared.policy().hedge.is_on() && !shared.shares_limits()
+        !self.proxied && !shared.policy().hedge.is_on() && !shared.shares_limits()
     }
 
     fn timestamp(&self) -> Timestamp {
