@@ -689,3 +689,51 @@ async fn anthropic_requests_reach_anthropic_as_they_are_and_are_translated_only_
     );
     gw.shutdown().await;
 }
+
+/// A gateway with one OpenAI endpoint at `url` (model `gpt-4o-mini`) under `policy`.
+async fn gateway_at(url: &str, policy: &str) -> Running {
+    let text = format!(
+        "{policy}\n[[endpoint]]\nname = \"openai\"\nprovider = \"openai\"\nbase_url = \"{url}\"\n\
+         keys_env = [\"{MOCK_VAR}\"]\nmodel = \"gpt-4o-mini\"\n"
+    );
+    let file = config::from_toml(&text).expect("the config parses");
+    let env = |_: &str| Some(ApiKey::new(steadfast_mock::MOCK_KEY));
+    let parts = parts(file, Some(7), &env).expect("the parts build");
+    let (gw, ender) = Gateway::new(parts).expect("the gateway builds");
+    serve::start(gw, ender, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the gateway starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_refuses_or_never_answers_is_retried_then_given_up() {
+    let policy = "[retry]\nmax_attempts = 3\nattempt_timeout = \"300ms\"\n\
+                  [backoff]\nbase = \"10ms\"\ncap = \"20ms\"\n";
+    // Refused: a port nothing listens on any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gw = gateway_at(&url, policy).await;
+    let got = ask(&gw, "gpt-4o-mini", &[]).await;
+    assert!(got.status >= 500, "{} {}", got.status, got.text);
+    assert_eq!(got.headers["x-steadfast-attempts"], "3", "{}", got.text);
+    assert_eq!(got.headers["x-steadfast-give-up"], "retries_exhausted");
+    gw.shutdown().await;
+    // Silent: it takes each request and never answers; every attempt times out.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let taken = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let gw = gateway_at(&url, policy).await;
+    let got = ask(&gw, "gpt-4o-mini", &[]).await;
+    assert_eq!(got.status, 504, "{}", got.text);
+    assert_eq!(got.headers["x-steadfast-attempts"], "3", "{}", got.text);
+    let e: Value = serde_json::from_str(&got.text).unwrap();
+    assert_eq!(e["error"]["type"], "server_error", "{e}");
+    gw.shutdown().await;
+    taken.abort();
+}

@@ -75,6 +75,7 @@ mod key;
 mod metrics;
 mod options;
 pub mod outcome;
+mod peek;
 mod provider;
 mod reply;
 mod session;

@@ -44,6 +44,30 @@ pub fn response(
     }
 }
 
+/// [`response`], reading a 2xx body only for its `model` and `usage` (the JSON value
+/// returned holds only those): for a body the face passes on as it came.
+pub fn response_peeked(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    wall_now_unix: u64,
+) -> (Outcome, Option<Value>) {
+    if !is_payload(status) {
+        return response(status, headers, body, wall_now_unix);
+    }
+    let pairs = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    let mut r = Response::from_http(status, pairs, body, wall_now_unix);
+    match crate::peek::peek(body) {
+        Some(v) => {
+            r.tokens_used = tokens_used(&v);
+            (Outcome::Response(r), Some(v))
+        }
+        None => (Outcome::Response(r.with_body(BodyState::Malformed)), None),
+    }
+}
+
 /// The same outcome with its body marked malformed (a 2xx whose JSON is not what the
 /// API sends).
 pub fn malformed(outcome: Outcome) -> Outcome {

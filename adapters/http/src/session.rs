@@ -125,6 +125,9 @@ pub struct Session<'c, E> {
     cancelled: Vec<AttemptId>,
     /// Whether calls hedge (the driver runs two attempts at once).
     hedge: bool,
+    /// Whether the face passes whole answers on as they came (see
+    /// [`Session::passing_through`]).
+    pass_through: bool,
     /// The latest instant an input carried: a session dropped before it is done is
     /// cancelled at that instant.
     latest: Timestamp,
@@ -232,6 +235,7 @@ impl<'c, E> Session<'c, E> {
             flights: Vec::new(),
             cancelled: Vec::new(),
             hedge: false,
+            pass_through: false,
             latest: now,
             last: Last {
                 target: None,
@@ -276,6 +280,20 @@ impl<'c, E> Session<'c, E> {
             self.hedge = true;
             self.call.set_hedge(&self.shared.policy.hedge);
         }
+        self
+    }
+
+    /// The same session for a face that passes a whole answer on as it came (a
+    /// gateway whose client speaks the endpoint's API): a 2xx body that needs no
+    /// translation is read only for what the policy and the reply's facts need —
+    /// whether it is JSON, its `model` and its `usage` — and the reply's
+    /// [`body`](Reply::body) then holds only those; the face sends the bytes it read.
+    /// A call with a business id (its result is stored whole) and a fallback
+    /// endpoint's call read their answers whole as ever. So a reply that is not
+    /// [degraded](Reply::degraded) and not translated is the last answer the face read.
+    #[must_use]
+    pub fn passing_through(mut self) -> Self {
+        self.pass_through = true;
         self
     }
 
@@ -504,10 +522,17 @@ impl<'c, E> Session<'c, E> {
 
     /// Reports a response that arrived whole.
     pub fn on_response(&mut self, now: Now, status: u16, headers: &HeaderMap, body: &[u8]) {
-        let (mut outcome, mut json) = outcome::response(status, headers, body, now.wall_unix);
-        if let (Some(a), Some(answer)) = (self.in_flight, &json)
-            && self.translates_for(a.target.endpoint)
-        {
+        let translated = self
+            .in_flight
+            .is_some_and(|a| self.translates_for(a.target.endpoint));
+        let peek =
+            self.pass_through && !translated && self.business_id.is_none() && !self.chain.started();
+        let (mut outcome, mut json) = if peek {
+            outcome::response_peeked(status, headers, body, now.wall_unix)
+        } else {
+            outcome::response(status, headers, body, now.wall_unix)
+        };
+        if let (true, Some(answer)) = (translated, &json) {
             let translated = match self.shape {
                 Some(Provider::Anthropic) => chat::to_anthropic_response(answer),
                 _ => chat::from_anthropic_response(answer, now.wall_unix),

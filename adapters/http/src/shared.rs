@@ -298,6 +298,13 @@ impl Shared {
         self.max_body
     }
 
+    /// Whether some endpoint's request limit is shared with other processes: the
+    /// sessions then ask for leases ([`crate::Step::Lease`]), which a driver takes to
+    /// the store.
+    pub fn shares_limits(&self) -> bool {
+        self.shares
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.policy

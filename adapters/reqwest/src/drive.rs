@@ -22,6 +22,11 @@ impl Clock {
         Clock(Epoch::new(Instant::now().into_std()))
     }
 
+    /// The origin of its timestamps.
+    pub(crate) fn epoch(&self) -> Epoch {
+        self.0
+    }
+
     /// The instant now, as the core counts it.
     pub(crate) fn timestamp(&self) -> Timestamp {
         self.0.timestamp(Instant::now().into_std())

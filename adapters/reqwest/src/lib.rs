@@ -277,4 +277,10 @@ impl Client {
     pub fn now(&self) -> Timestamp {
         self.inner.clock.timestamp()
     }
+
+    /// The origin of this client's timestamps (an instant of tokio's clock), for a
+    /// face that drives sessions of this client's [`Shared`] with its own transport.
+    pub fn epoch(&self) -> steadfast_http::clock::Epoch {
+        self.inner.clock.epoch()
+    }
 }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -177,18 +178,22 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
     if chat.stream {
         return stream::run(gw, chat, lead).await;
     }
-    let call = gw.client.chat_with_options(&chat.request, &chat.options);
-    let result = tokio::select! {
-        r = call => Some(r),
-        () = gw.ending() => None,
-    };
-    let (answer, keep) = match result {
-        None => (ending_answer(chat.shape), false),
-        Some(Ok(reply)) => success(gw, &reply),
-        Some(Err(e)) => {
-            let gave_up = GaveUp::of(chat.shape, &e, gw.client.now());
-            (gave_up.answer(chat.shape), false)
-        }
+    let (answer, keep) = if gw.upstream.handles(gw.client.shared()) {
+        let call = gw
+            .upstream
+            .chat(gw.client.shared(), &chat.request, &chat.options);
+        let result = tokio::select! {
+            r = call => Some(r),
+            () = gw.ending() => None,
+        };
+        answered(gw, chat.shape, result)
+    } else {
+        let call = gw.client.chat_with_options(&chat.request, &chat.options);
+        let result = tokio::select! {
+            r = call => Some(r.map(|reply| (reply, None))),
+            () = gw.ending() => None,
+        };
+        answered(gw, chat.shape, result)
     };
     gw.metrics.on_operation(chat.arrived.elapsed());
     let response = answer.to_response();
@@ -198,6 +203,20 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
     response
 }
 
+/// A whole call's result: its reply, with the upstream's bytes when they can be passed
+/// on as they came (see [`super::upstream::Upstream::chat`]).
+type Whole<E> = Result<(Reply, Option<Bytes>), steadfast_http::CallError<E>>;
+
+/// The answer of a whole call (`None`: cut short by the shutdown), and whether to keep
+/// it for replay.
+fn answered<E>(gw: &Gateway, shape: Provider, result: Option<Whole<E>>) -> (Answer, bool) {
+    match result {
+        None => (ending_answer(shape), false),
+        Some(Ok((reply, raw))) => success(gw, &reply, raw),
+        Some(Err(e)) => (GaveUp::of(shape, &e, gw.client.now()).answer(shape), false),
+    }
+}
+
 /// The answer to a request cut short by the gateway's shutdown.
 pub fn ending_answer(shape: Provider) -> Answer {
     let m = "the gateway is shutting down; send the request again";
@@ -205,13 +224,23 @@ pub fn ending_answer(shape: Provider) -> Answer {
 }
 
 /// A whole answer in the client's shape, with the attempts and the endpoint it took;
-/// and whether to keep it for replay (a real success, not a fallback's).
-fn success(gw: &Gateway, reply: &Reply) -> (Answer, bool) {
+/// and whether to keep it for replay (a real success, not a fallback's). `raw`: the
+/// reply's body as the upstream sent it (in the client's shape), sent as it came
+/// instead of written again from the reply.
+fn success(gw: &Gateway, reply: &Reply, raw: Option<Bytes>) -> (Answer, bool) {
     if let Some(u) = reply.usage() {
         gw.metrics.on_usage(u.input_tokens, u.output_tokens);
     }
-    let mut answer = Answer::json(StatusCode::OK, &reply.body)
-        .with_header("x-steadfast-attempts", reply.attempts.to_string());
+    let answer = match raw {
+        Some(body) => Answer {
+            status: StatusCode::OK,
+            content_type: "application/json",
+            headers: Vec::new(),
+            body,
+        },
+        None => Answer::json(StatusCode::OK, &reply.body),
+    };
+    let mut answer = answer.with_header("x-steadfast-attempts", reply.attempts.to_string());
     if let Some(s) = reply.served_by() {
         answer = answer.with_header("x-steadfast-endpoint", s.endpoint.clone());
     }

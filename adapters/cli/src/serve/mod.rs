@@ -19,6 +19,7 @@ pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod stream;
+pub mod upstream;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ use self::config::GatewayConfig;
 use self::flight::Flights;
 use self::prom::GatewayMetrics;
 use self::routes::Routes;
+use self::upstream::Upstream;
 
 pub use self::server::{Running, ServeError, start};
 
@@ -39,6 +41,8 @@ pub struct Gateway {
     /// The one client every request goes through (so every request shares its keys,
     /// limits, budgets and breakers).
     pub client: steadfast_reqwest::Client,
+    /// The transport of whole calls on the client's engine (see [`Upstream::handles`]).
+    pub upstream: Upstream,
     /// Where each model may go.
     pub routes: Routes,
     /// The keys clients authenticate with.
@@ -97,7 +101,9 @@ impl Gateway {
         let routes = Routes::new(&routable, &parts.routes)?;
         let (tx, rx) = watch::channel(false);
         let c = &parts.config;
+        let upstream = Upstream::new(&parts.client)?;
         let gateway = Gateway {
+            upstream,
             client: parts.client,
             routes,
             keys: GatewayKeys::new(parts.keys),

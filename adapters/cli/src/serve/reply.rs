@@ -106,7 +106,7 @@ pub struct GaveUp {
 
 impl GaveUp {
     /// The give-up of `e` at `now`, in `shape`'s words.
-    pub fn of(shape: Provider, e: &CallError, now: Timestamp) -> GaveUp {
+    pub fn of<E>(shape: Provider, e: &steadfast_http::CallError<E>, now: Timestamp) -> GaveUp {
         let wait_until = |until: Timestamp| Some(until.saturating_duration_since(now));
         let (kind, retry_after) = match (&e.request, e.reason) {
             (Some(_), _) => (ApiErrorKind::InvalidRequest, None),
@@ -162,7 +162,7 @@ impl GaveUp {
 }
 
 /// The kind of the last attempt's failure.
-fn last_kind(e: &CallError) -> ApiErrorKind {
+fn last_kind<E>(e: &steadfast_http::CallError<E>) -> ApiErrorKind {
     match (e.class, e.status) {
         (Some(Class::Timeout | Class::RequestTimeout | Class::GatewayTimeout), _) => {
             ApiErrorKind::Timeout

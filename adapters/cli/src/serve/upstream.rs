@@ -1,0 +1,303 @@
+//! The gateway's upstream transport for whole (not streamed) calls: hyper-util's pooled
+//! HTTP/1.1 client (TLS by rustls with the webpki roots, as the reqwest client sets it
+//! up), driving sessions of the gateway client's own [`Shared`] state — the same engine,
+//! keys, limits, budgets and breakers, on the same clock.
+//!
+//! It is the reqwest client's driver loop on a lighter transport (reqwest parses every
+//! request's URL again for its redirect policy, clones its headers and stacks tower
+//! services; a gateway request pays for each). The loop holds no policy: the session
+//! says what to send and when, and hears what came back. Calls that hedge or lease
+//! shared limits, and every call when the environment names a proxy (which reqwest
+//! honours and this client does not), stay on the reqwest client
+//! ([`Upstream::handles`]).
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Uri, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body as _, Incoming};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use serde_json::Value;
+use steadfast_core::ids::EndpointId;
+use steadfast_core::outcome::Transport;
+use steadfast_core::time::Timestamp;
+use steadfast_http::body::LimitedBody;
+use steadfast_http::clock::Epoch;
+use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
+use steadfast_http::{CallOptions, Now, Outgoing, Reply, Session, Shared, Step};
+use tokio::time::Instant;
+
+/// A call through [`Upstream`] that gave up; its source is the last attempt's error.
+pub type UpstreamCallError = steadfast_http::CallError<UpstreamError>;
+
+type S<'c> = Session<'c, UpstreamError>;
+
+/// Why an exchange with an upstream failed below HTTP.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// The endpoint's URL is not one hyper can send to.
+    Url(http::uri::InvalidUri),
+    /// The request could not be sent, or its response head not read.
+    Send(hyper_util::client::legacy::Error),
+    /// The response body could not be read.
+    Body(hyper::Error),
+    /// The attempt's timeout passed.
+    Timeout,
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpstreamError::Url(e) => write!(f, "invalid endpoint URL: {e}"),
+            UpstreamError::Send(e) => write!(f, "error sending request: {e}"),
+            UpstreamError::Body(e) => write!(f, "error reading the response body: {e}"),
+            UpstreamError::Timeout => f.write_str("operation timed out"),
+        }
+    }
+}
+
+impl Error for UpstreamError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            UpstreamError::Url(e) => Some(e),
+            UpstreamError::Send(e) => Some(e),
+            UpstreamError::Body(e) => Some(e),
+            UpstreamError::Timeout => None,
+        }
+    }
+}
+
+/// The pooled client, each endpoint's URL parsed once, and the gateway client's clock.
+pub struct Upstream {
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// Each endpoint's URL, in engine order (`None`: hyper cannot parse it).
+    uris: Vec<Option<Uri>>,
+    epoch: Epoch,
+    /// The environment names a proxy (see [`PROXY_VARIABLES`]).
+    proxied: bool,
+}
+
+/// The variables reqwest reads its system proxy from.
+const PROXY_VARIABLES: [&str; 6] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+];
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("endpoints", &self.uris.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the client sends unless the request says otherwise (reqwest's default).
+const ACCEPT_ANY: HeaderValue = HeaderValue::from_static("*/*");
+
+impl Upstream {
+    /// The transport for `client`'s endpoints, connecting within the policy's
+    /// connect timeout.
+    pub fn new(client: &steadfast_reqwest::Client) -> Result<Upstream, String> {
+        let shared = client.shared();
+        let mut connector = HttpConnector::new();
+        connector.enforce_http(false);
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(shared.policy().retry.connect_timeout));
+        let https = HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(|e| format!("cannot set up TLS: {e}"))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let http = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(https);
+        let uris = (0..shared.endpoint_count())
+            .map(|i| {
+                let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+                shared.endpoint_url(id).and_then(|u| Uri::try_from(u).ok())
+            })
+            .collect();
+        let proxied = PROXY_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
+        Ok(Upstream {
+            http,
+            uris,
+            epoch: client.epoch(),
+            proxied,
+        })
+    }
+
+    /// Whether calls on `shared` can go through this transport: not when they hedge
+    /// (two exchanges at once) or lease shared limits (the reqwest client holds the
+    /// store), nor when the environment names a proxy.
+    pub fn handles(&self, shared: &Shared) -> bool {
+        !self.proxied && !shared.policy().hedge.is_on() && !shared.shares_limits()
+    }
+
+    fn timestamp(&self) -> Timestamp {
+        self.epoch.timestamp(Instant::now().into_std())
+    }
+
+    fn now(&self) -> Now {
+        self.epoch.now(Instant::now().into_std())
+    }
+
+    /// One whole call of `request` on `shared` (see [`Upstream::handles`]), with its
+    /// fallbacks; and the answer's body as the upstream sent it, when the reply is
+    /// that body untranslated (in `options.shape`, from the last attempt, not a
+    /// fallback's), so that it can be passed on as it came. The session passes such
+    /// bodies through ([`Session::passing_through`]): it reads them only for their
+    /// `model` and `usage`, and the reply's body holds only those.
+    pub async fn chat(
+        &self,
+        shared: &Shared,
+        request: &Value,
+        options: &CallOptions,
+    ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
+        let mut s: S<'_> = Session::with_options(shared, self.timestamp(), request, false, options)
+            .passing_through();
+        let span = s.call_span();
+        span.instrument(async move {
+            let mut last = None;
+            loop {
+                match s.poll(self.timestamp()) {
+                    Step::Send(out) => {
+                        last = s
+                            .attempt_span()
+                            .instrument(self.exchange(&mut s, out))
+                            .await;
+                    }
+                    Step::Sleep(until) => {
+                        tokio::time::sleep_until(Instant::from_std(self.epoch.instant(until)))
+                            .await;
+                    }
+                    // No store here (see `handles`): the endpoint runs on its fallback.
+                    Step::Lease(ask) => {
+                        s.on_lease(self.timestamp(), &ask, steadfast_http::LeaseAnswer::Failed);
+                    }
+                    Step::Done => {
+                        let reply = s.into_reply()?;
+                        let untranslated = reply.degraded.is_none()
+                            && reply
+                                .served_by
+                                .as_ref()
+                                .is_some_and(|by| Some(by.provider) == options.shape);
+                        return Ok((reply, last.filter(|_| untranslated)));
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    /// Sends `out` and reads its answer whole, all within the attempt's timeout, and
+    /// reports what came of it; returns the body of a 2xx answer.
+    async fn exchange(&self, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Bytes> {
+        let by = Instant::now() + out.attempt.timeout;
+        let max = s.max_body();
+        let resp = match tokio::time::timeout_at(by, self.send(out)).await {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) if head_too_large(&e) => {
+                s.on_head_too_large(self.now(), Some(e));
+                return None;
+            }
+            Ok(Err(e)) => {
+                s.on_transport(self.now(), transport(&e, false), Some(e));
+                return None;
+            }
+            Err(_) => {
+                let e = UpstreamError::Timeout;
+                s.on_transport(self.now(), transport(&e, false), Some(e));
+                return None;
+            }
+        };
+        let (head, mut body) = resp.into_parts();
+        let status = head.status.as_u16();
+        let headers = head.headers;
+        let Ok(mut whole) = LimitedBody::new(max, body.size_hint().exact()) else {
+            s.on_body_too_large(self.now(), status, &headers);
+            return None;
+        };
+        loop {
+            let e = match tokio::time::timeout_at(by, body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    let Ok(piece) = frame.into_data() else {
+                        continue;
+                    };
+                    if whole.push(&piece).is_err() {
+                        s.on_body_too_large(self.now(), status, &headers);
+                        return None;
+                    }
+                    continue;
+                }
+                Ok(None) => {
+                    s.on_response(self.now(), status, &headers, whole.as_slice());
+                    return is_payload(status).then(|| Bytes::from(whole.into_bytes()));
+                }
+                Ok(Some(Err(e))) => UpstreamError::Body(e),
+                Err(_) => UpstreamError::Timeout,
+            };
+            let t = transport(&e, true);
+            s.on_body_error(self.now(), status, &headers, t, e);
+            return None;
+        }
+    }
+
+    async fn send(&self, out: Outgoing<'_>) -> Result<hyper::Response<Incoming>, UpstreamError> {
+        let parsed = self.uris.get(usize::from(out.attempt.target.endpoint.0));
+        let uri = match parsed {
+            Some(Some(uri)) => uri.clone(),
+            _ => Uri::try_from(out.url).map_err(UpstreamError::Url)?,
+        };
+        let mut req = Request::new(Full::new(out.body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = uri;
+        *req.headers_mut() = out.headers;
+        req.headers_mut()
+            .entry(header::ACCEPT)
+            .or_insert(ACCEPT_ANY);
+        self.http.request(req).await.map_err(UpstreamError::Send)
+    }
+}
+
+/// What failed, given whether a status line had arrived when it did.
+fn transport(e: &UpstreamError, status_seen: bool) -> Transport {
+    let io = find_io_error(e).map(std::io::Error::kind);
+    let connect = matches!(e, UpstreamError::Send(e) if e.is_connect());
+    client_transport(ClientErrorFacts {
+        connect,
+        timeout: matches!(e, UpstreamError::Timeout) || io == Some(std::io::ErrorKind::TimedOut),
+        builder: matches!(e, UpstreamError::Url(_)),
+        io,
+        status_seen,
+    })
+}
+
+/// hyper's message for a response head over its limits (`Parse::TooLarge`).
+const HEAD_TOO_LARGE: &str = "message head is too large";
+
+/// Whether the response's status line and headers were larger than hyper accepts.
+fn head_too_large(e: &UpstreamError) -> bool {
+    let mut cur: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_parse() && h.to_string().starts_with(HEAD_TOO_LARGE);
+        }
+        cur = err.source();
+    }
+    false
+}
