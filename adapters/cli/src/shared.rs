@@ -8,6 +8,7 @@
 //! call_timeout = "50ms"              # optional: the longest a Redis call waits
 //! fail = "open"                      # the policy's: "open" (local limits) or "closed"
 //! lease = 8                          # the policy's: the most requests one lease asks for
+//! breaker = true                     # the policy's: share breakers' "open until" too
 //! ledger = true                      # batch: each input id runs once between all workers
 //! claim_for = "30s"                  # batch: a dead worker's lines are free after this
 //! ```
@@ -192,7 +193,10 @@ mod tests {
         assert_eq!(entry.call_timeout, Some(Duration::from_millis(20)));
         assert_eq!(config.fail, FailMode::Closed);
         assert_eq!(config.lease, 4);
+        assert!(!config.breaker, "breakers are not shared unless asked");
         assert!(!entry.to_string().contains("pw"), "{entry}");
+        let (_, config) = split(table("redis = \"redis://x\"\nbreaker = true\n")).expect("good");
+        assert!(config.breaker);
     }
 
     #[test]

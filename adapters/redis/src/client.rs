@@ -1,7 +1,8 @@
 //! A steadfast client's side of Redis (feature `client`): leases of shared request and
-//! token limits, the settling of token leases, and the sync of shared key states, for
-//! any face that drives a [`steadfast_http::Session`]. The face gives the clock: `now`
-//! reads the core's instant, and an ask's deadline is a Tokio instant.
+//! token limits, the settling of token leases, and the sync of shared key states and
+//! breakers, for any face that drives a [`steadfast_http::Session`]. The face gives
+//! the clock: `now` reads the core's instant, and an ask's deadline is a Tokio
+//! instant.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -112,7 +113,8 @@ impl ClientStore {
     }
 
     /// Settles ended token leases, then writes what the client learned of its keys
-    /// and reads back the state of every key (one pipeline per endpoint). A failed
+    /// and breakers and reads back the state of every shared breaker (one `PTTL`
+    /// each) and every key (one pipeline per endpoint). A failed
     /// Redis call skips its part: the next round tries again (a settle is lost: the
     /// bucket keeps the charge, the conservative side).
     pub async fn sync(&self, shared: &Shared, now: impl Fn() -> Timestamp) {
@@ -131,6 +133,7 @@ impl ClientStore {
                 KeyPublish::Enable { .. } => self.store.enable_key(&id).await,
             };
         }
+        self.sync_breakers(shared, &now).await;
         for e in 0..shared.endpoint_count() {
             let endpoint = EndpointId(u16::try_from(e).unwrap_or(u16::MAX));
             let ids: Vec<String> = (0..u16::MAX)
@@ -148,6 +151,30 @@ impl ClientStore {
                 })
                 .collect();
             shared.on_shared_keys(now(), endpoint, &states);
+        }
+    }
+
+    /// Writes the breakers that opened here (each open until its next probe) and
+    /// reads back every shared breaker's open time. A failed call skips its part, as
+    /// for keys: the breakers run on their own decisions meanwhile.
+    async fn sync_breakers(&self, shared: &Shared, now: &impl Fn() -> Timestamp) {
+        for publish in shared.take_breaker_publishes() {
+            let Some(id) = shared.shared_breaker_id(publish.endpoint) else {
+                continue;
+            };
+            let open_for = publish.open_for(now());
+            if !open_for.is_zero() {
+                let _ = self.store.open_endpoint(id, open_for).await;
+            }
+        }
+        for e in 0..shared.endpoint_count() {
+            let endpoint = EndpointId(u16::try_from(e).unwrap_or(u16::MAX));
+            let Some(id) = shared.shared_breaker_id(endpoint) else {
+                continue;
+            };
+            if let Ok(open_for) = self.store.endpoint_open_for(id).await {
+                shared.on_shared_breaker(now(), endpoint, open_for);
+            }
         }
     }
 
