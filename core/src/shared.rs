@@ -1,6 +1,7 @@
 //! Request and token limits shared by every process behind one key, as a protocol
 //! the core speaks with a store it never touches (key cooldowns and disables are
-//! shared by [`keys`], a breaker's "open until" by [`breakers`]).
+//! shared by [`keys`], a breaker's "open until" by [`breakers`]; a claim on a shared
+//! idempotency ledger's entry is timed by [`claim`]).
 //!
 //! An endpoint whose limit is shared spends requests from a **lease**: a small slice
 //! of the shared budget a store (Redis, or the simulator's model of one) granted this
@@ -15,7 +16,9 @@
 //!    endpoint is outstanding at a time; the calls that find it outstanding wait.
 //! 3. The answer is a grant (`requests` valid for `valid_for`), a not-before (the
 //!    shared bucket is empty: nobody here asks again before it), or a failure (the
-//!    store could not be reached in time).
+//!    store could not be reached in time). A driver turns what the store returned
+//!    into it with [`StoreReply::lease_answer`], which takes the round trip off the
+//!    lease's validity.
 //!
 //! An ask not answered within [`SharedConfig::ask_timeout`] counts as a failure, so a
 //! lost answer never stalls the endpoint. After a failure the endpoint runs on its
@@ -42,6 +45,7 @@
 use core::time::Duration;
 
 pub mod breakers;
+pub mod claim;
 #[cfg(feature = "alloc")]
 pub mod keys;
 
@@ -51,8 +55,10 @@ use crate::ids::EndpointId;
 use crate::ring::Ring;
 use crate::time::Timestamp;
 
+mod reply;
 mod slice;
 
+pub use reply::{StoreReply, earn_back};
 use slice::{Ended, Slice};
 
 /// How a shared limit is asked for and what happens when its store fails.
