@@ -317,11 +317,15 @@ async fn one(client: &Client, i: usize) -> bool {
 /// calls. Returns the requests B's calls sent while A's breaker was open, and
 /// whether both served again after the outage.
 async fn outage_seen_by_b(shared: Option<(&str, &str)>) -> (u64, bool) {
-    let server = MockServer::start(MockConfig::builtin("ok").expect("ok").with_seed(8))
-        .expect("mock");
+    let server =
+        MockServer::start(MockConfig::builtin("ok").expect("ok").with_seed(8)).expect("mock");
     let make = |seed: u64| {
-        let endpoint = EndpointDef::new(server.base_url(), Provider::OpenAi, steadfast_mock::MOCK_KEY)
-            .name("flaky");
+        let endpoint = EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            steadfast_mock::MOCK_KEY,
+        )
+        .name("flaky");
         let mut policy = Policy::standard().without_jitter();
         policy.breaker.consecutive_failures = Some(3);
         policy.breaker.failure_rate = None;
@@ -341,7 +345,10 @@ async fn outage_seen_by_b(shared: Option<(&str, &str)>) -> (u64, bool) {
         .expect("client builds")
     };
     let (a, b) = (make(60), make(61));
-    assert!(one(&a, 0).await && one(&b, 1).await, "both serve before the outage");
+    assert!(
+        one(&a, 0).await && one(&b, 1).await,
+        "both serve before the outage"
+    );
     server.set_down(true);
     for i in 0..3 {
         assert!(!one(&a, 10 + i).await, "the outage fails A's calls");
@@ -350,7 +357,10 @@ async fn outage_seen_by_b(shared: Option<(&str, &str)>) -> (u64, bool) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = server.stats().total_requests;
     for i in 0..10 {
-        assert!(!one(&b, 20 + i).await, "B's calls fail: the endpoint is down or shut");
+        assert!(
+            !one(&b, 20 + i).await,
+            "B's calls fail: the endpoint is down or shut"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let sent = server.stats().total_requests - before;
@@ -380,7 +390,16 @@ async fn a_breaker_one_client_opened_keeps_the_other_from_sending_until_its_prob
     println!(
         "B's requests to the failed endpoint while A's breaker was open: shared breaker {shared}, own breaker only {alone}"
     );
-    assert_eq!(shared, 0, "B sent nothing while the shared breaker was open");
-    assert_eq!(alone, 3, "alone, B finds the outage itself: 3 failures open its breaker");
-    assert!(resumed && resumed_alone, "both serve again after the outage");
+    assert_eq!(
+        shared, 0,
+        "B sent nothing while the shared breaker was open"
+    );
+    assert_eq!(
+        alone, 3,
+        "alone, B finds the outage itself: 3 failures open its breaker"
+    );
+    assert!(
+        resumed && resumed_alone,
+        "both serve again after the outage"
+    );
 }

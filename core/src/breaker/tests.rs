@@ -1071,7 +1071,9 @@ fn an_open_from_elsewhere_opens_until_its_instant_and_then_probes() {
     assert!(b.open_until(ms(200), ms(1_200)));
     assert_eq!(b.poll_timeout(), Some(ms(1_200)));
     assert_eq!(b.trips(), 0, "no trip of its own");
-    let kinds: Vec<_> = core::iter::from_fn(|| b.poll_event()).map(|e| e.to).collect();
+    let kinds: Vec<_> = core::iter::from_fn(|| b.poll_event())
+        .map(|e| e.to)
+        .collect();
     assert_eq!(kinds, [StateKind::Open]);
     assert_eq!(b.permit(ms(1_200)), Permit::Probe);
     // A past instant, or a frozen mode, opens nothing.

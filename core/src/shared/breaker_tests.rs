@@ -101,7 +101,10 @@ fn attempt(engine: &mut Engine, now: Timestamp, status: u16) -> bool {
 /// Three 503s in a row from 0 ms: the breaker opens at 25 ms until 1025 ms.
 fn outage(engine: &mut Engine) -> Timestamp {
     for i in 0..3 {
-        assert!(attempt(engine, at(10 * i), 503), "closed until the third failure");
+        assert!(
+            attempt(engine, at(10 * i), 503),
+            "closed until the third failure"
+        );
     }
     let Some(BreakerState::Open { until }) = engine.breaker(E0).map(|b| b.state()) else {
         panic!("three failures open the breaker");
@@ -129,11 +132,13 @@ fn an_open_breaker_reaches_the_other_engine_until_its_next_probe() {
         Some(BreakerState::Open { until })
     );
     let seen = events(&mut b);
-    assert!(seen.contains(&EngineEvent::Shared(SharedEvent::BreakerOpened {
-        at: at(250),
-        endpoint: E0,
-        until,
-    })));
+    assert!(
+        seen.contains(&EngineEvent::Shared(SharedEvent::BreakerOpened {
+            at: at(250),
+            endpoint: E0,
+            until,
+        }))
+    );
     assert!(seen.iter().any(|e| matches!(
         e,
         EngineEvent::Breaker { event, .. } if event.to == StateKind::Open
@@ -142,8 +147,16 @@ fn an_open_breaker_reaches_the_other_engine_until_its_next_probe() {
     for t in (260..until.as_nanos() / 1_000_000).step_by(100) {
         assert!(!attempt(&mut b, at(t), 200), "sent at {t} ms");
     }
-    assert_eq!(b.poll_breaker_publish(), None, "what came from the store goes not back");
-    assert_eq!(b.breaker(E0).map(|b| b.trips()), Some(0), "no trip of its own");
+    assert_eq!(
+        b.poll_breaker_publish(),
+        None,
+        "what came from the store goes not back"
+    );
+    assert_eq!(
+        b.breaker(E0).map(|b| b.trips()),
+        Some(0),
+        "no trip of its own"
+    );
     // At the instant both probe, and two good probes close each.
     for e in [&mut a, &mut b] {
         assert!(attempt(e, until, 200), "a probe at the instant");
@@ -164,7 +177,13 @@ fn an_engine_reading_its_own_open_back_does_not_reopen_its_probes() {
     // Written late (a slow round trip): the store's open ends 30 ms after the engine's.
     let p = a.poll_breaker_publish().expect("the open goes out");
     assert_eq!((p.endpoint, p.at, p.until), (E0, at(25), until));
-    assert!(store.write(at(55), BreakerPublish { until: until + ms(30), ..p }));
+    assert!(store.write(
+        at(55),
+        BreakerPublish {
+            until: until + ms(30),
+            ..p
+        }
+    ));
     store.sync(at(300), &mut a);
     assert_eq!(
         a.breaker(E0).map(|b| b.state()),
@@ -173,15 +192,17 @@ fn an_engine_reading_its_own_open_back_does_not_reopen_its_probes() {
     // Half-open at its own instant; the store's last 30 ms do not cut the probes short.
     assert!(attempt(&mut a, until, 200));
     store.sync(until + ms(10), &mut a);
-    assert_eq!(a.breaker(E0).map(|b| b.state()), Some(BreakerState::HalfOpen));
+    assert_eq!(
+        a.breaker(E0).map(|b| b.state()),
+        Some(BreakerState::HalfOpen)
+    );
     assert!(attempt(&mut a, until + ms(20), 200));
     assert_eq!(a.breaker(E0).map(|b| b.state()), Some(BreakerState::Closed));
     assert_eq!(a.poll_breaker_publish(), None);
     assert!(
-        !events(&mut a).iter().any(|e| matches!(
-            e,
-            EngineEvent::Shared(SharedEvent::BreakerOpened { .. })
-        ))
+        !events(&mut a)
+            .iter()
+            .any(|e| matches!(e, EngineEvent::Shared(SharedEvent::BreakerOpened { .. })))
     );
 }
 
@@ -205,11 +226,13 @@ fn a_failed_probe_elsewhere_extends_the_open_here() {
     // it before it sends.
     let _ = events(&mut b);
     store.sync(until + ms(250), &mut b);
-    assert!(events(&mut b).contains(&EngineEvent::Shared(SharedEvent::BreakerOpened {
-        at: until + ms(250),
-        endpoint: E0,
-        until: again,
-    })));
+    assert!(
+        events(&mut b).contains(&EngineEvent::Shared(SharedEvent::BreakerOpened {
+            at: until + ms(250),
+            endpoint: E0,
+            until: again,
+        }))
+    );
     assert!(!attempt(&mut b, until + ms(260), 200));
     assert_eq!(
         b.breaker(E0).map(|b| b.state()),

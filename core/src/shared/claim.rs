@@ -120,13 +120,19 @@ pub enum ClaimAnswer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Ask at this instant.
-    Idle { ask_at: Timestamp },
+    Idle {
+        ask_at: Timestamp,
+    },
     /// An ask is out.
     Asking,
     /// The turn is had: [`ClaimStep::Run`] is due.
-    Won { held: bool },
+    Won {
+        held: bool,
+    },
     /// Running: renew at this instant.
-    Holding { renew_at: Timestamp },
+    Holding {
+        renew_at: Timestamp,
+    },
     /// A renewal is out.
     Renewing,
     /// Over.

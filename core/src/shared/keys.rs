@@ -101,7 +101,9 @@ impl KeySync {
 
     /// Publishes dropped because the driver did not take them.
     pub fn dropped(&self) -> u64 {
-        self.outbox.dropped().saturating_add(self.breakers.dropped())
+        self.outbox
+            .dropped()
+            .saturating_add(self.breakers.dropped())
     }
 
     /// The next breaker open to write to the store.

@@ -148,7 +148,14 @@ mod tests {
             StoreReply::Failed.lease_answer(Timestamp::ZERO, Timestamp::ZERO),
             LeaseAnswer::Failed
         );
-        assert_eq!(earn_back(1, 0), Duration::from_secs(60), "a rate of 0 counts as 1");
-        assert_eq!(earn_back(u32::MAX, 1), Duration::from_micros(u64::from(u32::MAX) * 60_000_000));
+        assert_eq!(
+            earn_back(1, 0),
+            Duration::from_secs(60),
+            "a rate of 0 counts as 1"
+        );
+        assert_eq!(
+            earn_back(u32::MAX, 1),
+            Duration::from_micros(u64::from(u32::MAX) * 60_000_000)
+        );
     }
 }
