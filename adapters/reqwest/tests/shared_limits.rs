@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::testing::{Redis, Server, store, unique_prefix};
-use steadfast_reqwest::{
-    Client, EndpointDef, FailMode, GiveUpReason, LimiterConfig, Policy, Provider,
-};
+use steadfast_redis::testing::{Redis, Server, bucket_policy, store, unique_prefix};
+use steadfast_reqwest::{Client, EndpointDef, FailMode, GiveUpReason, Policy, Provider};
 
 const CLIENTS: usize = 4;
 const CALLS: usize = 30;
@@ -36,11 +34,7 @@ fn bucket() -> MockServer {
 
 /// The batch preset with the key's limit as the endpoint's (`RPM`, burst `BURST`).
 fn policy(fail: FailMode) -> Policy {
-    let mut p = Policy::batch();
-    let mut limiter = LimiterConfig::default();
-    limiter.requests = Some(RPM);
-    limiter.burst = f64::from(BURST) / f64::from(RPM);
-    p.limiter = limiter;
+    let mut p = bucket_policy(RPM, BURST);
     p.shared.fail = fail;
     p
 }
