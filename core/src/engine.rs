@@ -415,7 +415,9 @@ impl Engine {
             let BreakerState::Open { until } = s.breaker.state() else {
                 continue;
             };
-            if event.to != StateKind::Open || !s.share_breaker {
+            // An open this breaker does not enforce (metrics only) is not the others' to enforce.
+            let enforced = s.breaker.mode() == BreakerMode::Auto;
+            if event.to != StateKind::Open || !s.share_breaker || !enforced {
                 continue;
             }
             s.breaker_until = s.breaker_until.max(until);

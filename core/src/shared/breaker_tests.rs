@@ -276,3 +276,21 @@ fn an_endpoint_that_does_not_share_its_breaker_neither_publishes_nor_reads() {
     assert_eq!(b.breaker(E0).map(|b| b.state()), Some(BreakerState::Closed));
     assert!(attempt(&mut b, at(260), 200));
 }
+
+#[test]
+fn an_open_that_only_counts_is_not_published() {
+    let mut spec = EndpointSpec::new(0, 1);
+    spec.share_breaker = true;
+    let mut p = policy(FailMode::Open);
+    p.breaker.mode = crate::breaker::BreakerMode::MetricsOnly;
+    let mut a = Engine::new(p, &[spec], [10; 32]).expect("engine");
+    for i in 0..3 {
+        assert!(attempt(&mut a, at(10 * i), 503));
+    }
+    assert!(matches!(
+        a.breaker(E0).map(|b| b.state()),
+        Some(BreakerState::Open { .. })
+    ));
+    assert!(attempt(&mut a, at(40), 200), "metrics only: still sent");
+    assert_eq!(a.poll_breaker_publish(), None);
+}
