@@ -52,7 +52,9 @@ pub struct Setup {
     /// Whether the request limits of endpoints that have one are shared with other
     /// processes through a store the adapter talks to (see
     /// [`steadfast_core::shared`]): the session then yields [`crate::Step::Lease`].
-    /// Only adapters with a store set it.
+    /// Every key's state is shared too, and each endpoint's breaker when its
+    /// [`EndpointDef::share_breaker`] (default: the policy's `shared.breaker`) says
+    /// so. Only adapters with a store set it.
     pub shared_limits: bool,
     /// Spans and metrics (see [`crate::telemetry`]).
     pub telemetry: TelemetryConfig,

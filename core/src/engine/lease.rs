@@ -140,7 +140,7 @@ impl Engine {
     /// more, or not open (`None`). An open that ends later than any this engine
     /// knows of (by more than [`SharedConfig::ask_timeout`](crate::shared::SharedConfig::ask_timeout))
     /// opens the breaker here until then (or keeps it open until then), with a
-    /// [`SharedEvent::BreakerOpened`](crate::shared::SharedEvent::BreakerOpened); it
+    /// [`SharedEvent::BreakerOpened`]; it
     /// is not published back. A store that says "not open" closes nothing. Changes
     /// nothing for an endpoint that does not share its breaker.
     pub fn handle_shared_breaker(
