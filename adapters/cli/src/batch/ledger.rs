@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use steadfast_core::shared::FailMode;
+use steadfast_core::shared::claim::ClaimConfig;
 use steadfast_redis::RedisStore;
 
 use crate::shared::{EntryClaim, EntryTurn, ledger_name};
-use steadfast_core::shared::claim::ClaimConfig;
 
 /// How long a stored success is kept for other workers.
 const KEEP_DONE: Duration = Duration::from_secs(24 * 60 * 60);
