@@ -226,6 +226,7 @@ impl Engine {
                 share_keys: spec.share_keys,
                 share_breaker: spec.share_breaker,
                 breaker_until: Timestamp::ZERO,
+                succeeded_at: Timestamp::ZERO,
                 failing_since: None,
             });
         }

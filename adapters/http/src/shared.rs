@@ -12,7 +12,7 @@ use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
 use steadfast_core::shared::TokenSettle;
-use steadfast_core::shared::breakers::BreakerPublish;
+use steadfast_core::shared::breakers::{BreakerPublish, SharedOpen};
 use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
 use steadfast_core::time::Timestamp;
 
@@ -293,15 +293,15 @@ impl Shared {
         self.with_engine(|e| core::iter::from_fn(|| e.poll_breaker_publish()).collect())
     }
 
-    /// What the store says of `endpoint`'s breaker: open for `open_for` more, or not
-    /// (see [`Engine::handle_shared_breaker`]).
+    /// What the store says of `endpoint`'s breaker: open, or not (see
+    /// [`Engine::handle_shared_breaker`]).
     pub fn on_shared_breaker(
         &self,
         now: Timestamp,
         endpoint: EndpointId,
-        open_for: Option<std::time::Duration>,
+        open: Option<SharedOpen>,
     ) {
-        self.with_engine(|e| e.handle_shared_breaker(now, endpoint, open_for));
+        self.with_engine(|e| e.handle_shared_breaker(now, endpoint, open));
     }
 
     /// Whether calls are in the canonical shape (see [`Setup::canonical`]).

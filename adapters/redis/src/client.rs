@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use steadfast_core::ids::EndpointId;
 use steadfast_core::shared::StoreReply;
+use steadfast_core::shared::breakers::SharedOpen;
 use steadfast_core::time::Timestamp;
 use steadfast_http::{
     KeyPublish, LeaseAnswer, LeaseAsk, LeaseKind, Shared, SharedKeyState, TokenSettle,
@@ -118,8 +119,8 @@ impl ClientStore {
     }
 
     /// Settles ended token leases, then writes what the client learned of its keys
-    /// and breakers and reads back the state of every shared breaker (one `PTTL`
-    /// each) and every key (one pipeline per endpoint). A failed
+    /// and breakers and reads back the state of every shared breaker (one `GET` and
+    /// `PTTL` each) and every key (one pipeline per endpoint). A failed
     /// Redis call skips its part: the next round tries again (a settle is lost: the
     /// bucket keeps the charge, the conservative side).
     pub async fn sync(&self, shared: &Shared, now: impl Fn() -> Timestamp) {
@@ -169,7 +170,10 @@ impl ClientStore {
             };
             let open_for = publish.open_for(now());
             if !open_for.is_zero() {
-                let _ = self.store.open_endpoint(id, open_for).await;
+                let _ = self
+                    .store
+                    .open_endpoint(id, open_for, publish.whole())
+                    .await;
             }
         }
         for e in 0..shared.endpoint_count() {
@@ -177,8 +181,12 @@ impl ClientStore {
             let Some(id) = shared.shared_breaker_id(endpoint) else {
                 continue;
             };
-            if let Ok(open_for) = self.store.endpoint_open_for(id).await {
-                shared.on_shared_breaker(now(), endpoint, open_for);
+            if let Ok(open) = self.store.endpoint_open(id).await {
+                let open = open.map(|o| SharedOpen {
+                    left: o.left,
+                    whole: o.whole,
+                });
+                shared.on_shared_breaker(now(), endpoint, open);
             }
         }
     }

@@ -78,8 +78,8 @@ impl Sharing {
 
 /// The replicas of a run.
 ///
-/// Defaults: `count: 1`, `sharing: local`, `store_lag: 2ms` (one replica, no store:
-/// the plain run).
+/// Defaults: `count: 1`, `sharing: local`, `store_lag: 2ms`, `share_breaker: false`
+/// (one replica, no store: the plain run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Replicas {
@@ -90,6 +90,9 @@ pub struct Replicas {
     /// The store's round trip: an ask reaches it after half, the answer returns
     /// after the other half.
     pub store_lag: Duration,
+    /// Whether the endpoints' breakers share their "open until" through the store
+    /// (see [`crate::breakers`]); with any [`Sharing`].
+    pub share_breaker: bool,
 }
 
 impl Default for Replicas {
@@ -98,6 +101,7 @@ impl Default for Replicas {
             count: 1,
             sharing: Sharing::Local,
             store_lag: Duration::from_millis(2),
+            share_breaker: false,
         }
     }
 }
@@ -110,6 +114,12 @@ impl Replicas {
             sharing,
             ..Replicas::default()
         }
+    }
+
+    /// The same replicas sharing their breakers' "open until" through the store.
+    pub fn with_shared_breaker(mut self) -> Replicas {
+        self.share_breaker = true;
+        self
     }
 
     /// The same replicas with the store answering after `lag`.
@@ -145,7 +155,8 @@ impl Replicas {
             .endpoints
             .iter()
             .map(|e| {
-                let spec = EndpointSpec::new(e.priority, e.keys);
+                let mut spec = EndpointSpec::new(e.priority, e.keys);
+                spec.share_breaker = self.share_breaker;
                 match self.sharing {
                     Sharing::Local => spec,
                     Sharing::Shared | Sharing::Leased => spec.with_shared_limit(),

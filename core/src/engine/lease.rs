@@ -3,7 +3,7 @@
 
 use crate::ids::{EndpointId, Target};
 use crate::pool::{DisableReason, KeyState};
-use crate::shared::breakers::{BreakerPublish, store_open_until};
+use crate::shared::breakers::{BreakerPublish, Known, SharedOpen, store_open_until};
 use crate::shared::keys::{KeyPublish, SharedKeyState};
 use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, SharedEvent, TokenSettle};
 use crate::time::Timestamp;
@@ -136,10 +136,11 @@ impl Engine {
         self.keys.as_mut()?.poll_breaker_publish()
     }
 
-    /// What the store says at `now` of `endpoint`'s breaker: open for `open_for`
-    /// more, or not open (`None`). An open that ends later than any this engine
-    /// knows of (by more than [`SharedConfig::ask_timeout`](crate::shared::SharedConfig::ask_timeout))
-    /// opens the breaker here until then (or keeps it open until then), with a
+    /// What the store says at `now` of `endpoint`'s breaker: open (for
+    /// [`SharedOpen::left`] more), or not open (`None`). An open that ends later than
+    /// any this engine knows of (by more than [`SharedConfig::ask_timeout`](crate::shared::SharedConfig::ask_timeout)),
+    /// and began after this engine's latest success of the endpoint, opens the
+    /// breaker here until then (or keeps it open until then), with a
     /// [`SharedEvent::BreakerOpened`]; it
     /// is not published back. A store that says "not open" closes nothing. Changes
     /// nothing for an endpoint that does not share its breaker.
@@ -147,7 +148,7 @@ impl Engine {
         &mut self,
         now: Timestamp,
         endpoint: EndpointId,
-        open_for: Option<core::time::Duration>,
+        open: Option<SharedOpen>,
     ) {
         let now = self.clock.observe(now);
         let tolerance = self.policy.shared.ask_timeout;
@@ -158,7 +159,11 @@ impl Engine {
         else {
             return;
         };
-        let Some(until) = store_open_until(now, open_for, s.breaker_until, tolerance) else {
+        let known = Known {
+            open_until: s.breaker_until,
+            succeeded_at: s.succeeded_at,
+        };
+        let Some(until) = store_open_until(now, open, known, tolerance) else {
             return;
         };
         s.breaker_until = until;

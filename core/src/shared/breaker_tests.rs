@@ -7,7 +7,7 @@
 use alloc::collections::BTreeMap;
 use core::time::Duration;
 
-use super::breakers::BreakerPublish;
+use super::breakers::{BreakerPublish, SharedOpen};
 use super::{FailMode, SharedEvent};
 use crate::breaker::{BreakerState, StateKind};
 use crate::engine::{EndpointSpec, Engine, EngineEvent};
@@ -28,10 +28,10 @@ fn at(n: u64) -> Timestamp {
     Timestamp::from_millis(n)
 }
 
-/// The store: each endpoint's open-until; it only ever extends one.
+/// The store: each endpoint's open-until and whole open; it only ever extends one.
 #[derive(Default)]
 struct Store {
-    open: BTreeMap<u16, Timestamp>,
+    open: BTreeMap<u16, (Timestamp, Duration)>,
     down: bool,
 }
 
@@ -50,8 +50,10 @@ impl Store {
             return false;
         }
         let until = now + p.open_for(now);
-        let e = self.open.entry(p.endpoint.0).or_insert(until);
-        *e = (*e).max(until);
+        let e = self.open.entry(p.endpoint.0).or_insert((until, p.whole()));
+        if until > e.0 {
+            *e = (until, p.whole());
+        }
         true
     }
 
@@ -60,12 +62,15 @@ impl Store {
         if self.down {
             return;
         }
-        let left = self
+        let open = self
             .open
             .get(&E0.0)
-            .filter(|u| **u > now)
-            .map(|u| u.saturating_duration_since(now));
-        engine.handle_shared_breaker(now, E0, left);
+            .filter(|(u, _)| *u > now)
+            .map(|(u, whole)| SharedOpen {
+                left: u.saturating_duration_since(now),
+                whole: *whole,
+            });
+        engine.handle_shared_breaker(now, E0, open);
     }
 }
 
@@ -124,7 +129,7 @@ fn an_open_breaker_reaches_the_other_engine_until_its_next_probe() {
     let mut b = engine(2, FailMode::Open, true);
     let until = outage(&mut a);
     assert!(store.publish(at(40), &mut a));
-    assert_eq!(store.open.get(&0), Some(&until));
+    assert_eq!(store.open.get(&0), Some(&(until, OPEN_FOR)));
     let _ = events(&mut b);
     store.sync(at(250), &mut b);
     assert_eq!(
@@ -270,7 +275,7 @@ fn an_endpoint_that_does_not_share_its_breaker_neither_publishes_nor_reads() {
     let mut a = engine(8, FailMode::Open, false);
     let until = outage(&mut a);
     assert_eq!(a.poll_breaker_publish(), None);
-    store.open.insert(0, until);
+    store.open.insert(0, (until, OPEN_FOR));
     let mut b = engine(9, FailMode::Open, false);
     store.sync(at(250), &mut b);
     assert_eq!(b.breaker(E0).map(|b| b.state()), Some(BreakerState::Closed));
@@ -293,4 +298,27 @@ fn an_open_that_only_counts_is_not_published() {
     ));
     assert!(attempt(&mut a, at(40), 200), "metrics only: still sent");
     assert_eq!(a.poll_breaker_publish(), None);
+}
+
+#[test]
+fn a_probe_that_failed_before_the_endpoint_came_back_does_not_reopen_the_others() {
+    let mut store = Store::default();
+    let mut a = engine(11, FailMode::Open, true);
+    let mut b = engine(12, FailMode::Open, true);
+    let until = outage(&mut a);
+    assert!(store.publish(at(40), &mut a));
+    store.sync(at(250), &mut b);
+    // A probes first and fails (the endpoint is still down): open for 2 s more.
+    assert!(attempt(&mut a, until, 503));
+    // B probes a little later, once the endpoint is back: two good probes close it.
+    assert!(attempt(&mut b, until + ms(100), 200));
+    assert!(attempt(&mut b, until + ms(110), 200));
+    assert_eq!(b.breaker(E0).map(|b| b.state()), Some(BreakerState::Closed));
+    // A's reopen reaches the store after B's successes: older news, B stays closed.
+    assert!(store.publish(until + ms(200), &mut a));
+    let _ = events(&mut b);
+    store.sync(until + ms(250), &mut b);
+    assert_eq!(b.breaker(E0).map(|b| b.state()), Some(BreakerState::Closed));
+    assert!(events(&mut b).is_empty());
+    assert!(attempt(&mut b, until + ms(260), 200));
 }
