@@ -24,6 +24,10 @@
 //! asks, is decided on the store's own clock (microseconds, as Redis `TIME` gives
 //! them), and its answer returns after the other half of the lag.
 //!
+//! With [`Replicas::share_breaker`] (in any mode) the replicas share their breakers'
+//! "open until" through a store of their own, synced every `policy.shared.key_sync`
+//! (see steadfast-core's `shared::breakers`).
+//!
 //! A run of one local replica is the plain run ([`crate::run`]): replica 0 runs on the
 //! run's own seed.
 
