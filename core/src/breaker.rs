@@ -679,6 +679,37 @@ impl Breaker {
         }
     }
 
+    /// Opens the breaker at `now` until `until`, because another process found the
+    /// endpoint failing (a shared breaker's "open until"): a closed or half-open
+    /// breaker opens (emitting the transition), an open one stays open until the later
+    /// of its own instant and `until`. At `until` it half-opens and probes as after
+    /// a trip of its own. It is no trip: the open-time growth and [`Breaker::trips`]
+    /// stay as they are. Nothing changes in a mode that freezes the state, or when
+    /// `until` is not after `now`. Returns whether it changed anything (it opened, or
+    /// stays open longer).
+    pub fn open_until(&mut self, now: Timestamp, until: Timestamp) -> bool {
+        if self.mode.frozen() {
+            return false;
+        }
+        let now = self.clock.observe(now);
+        if until <= now {
+            return false;
+        }
+        match self.state {
+            BreakerState::Open { until: own } if own >= until => false,
+            BreakerState::Open { .. } => {
+                self.state = BreakerState::Open { until };
+                true
+            }
+            BreakerState::Closed | BreakerState::HalfOpen => {
+                self.consecutive = 0;
+                self.probe_successes = 0;
+                self.transition(now, BreakerState::Open { until });
+                true
+            }
+        }
+    }
+
     /// How many times the breaker has opened (from closed or from half-open).
     pub fn trips(&self) -> u64 {
         self.trips

@@ -27,7 +27,7 @@ pub use status::{
 };
 
 use crate::backoff::Backoff;
-use crate::breaker::{Breaker, BreakerEvent, BreakerMode, StateKind};
+use crate::breaker::{Breaker, BreakerEvent, BreakerMode, BreakerState, StateKind};
 use crate::budget::RetryBudget;
 use crate::error::ConfigError;
 use crate::health::{HealthReport, HealthWindow};
@@ -77,6 +77,9 @@ pub struct EndpointSpec {
     /// With [`EndpointSpec::shared`]: whether its token limit is shared as well
     /// (leased from a shared token bucket and settled with the actual usage).
     pub shared_tokens: bool,
+    /// Whether its breaker's "open until" is shared with other processes through a
+    /// store (see [`crate::shared::breakers`]).
+    pub share_breaker: bool,
 }
 
 impl EndpointSpec {
@@ -89,6 +92,7 @@ impl EndpointSpec {
             shared: false,
             share_keys: false,
             shared_tokens: false,
+            share_breaker: false,
         }
     }
 
@@ -180,7 +184,8 @@ pub struct Engine {
     reclaims: u64,
     /// The hedge budget of every call.
     hedges: HedgeBudget,
-    /// Key states shared with other processes, when some endpoint shares them.
+    /// Key states and breakers shared with other processes, when some endpoint
+    /// shares them.
     keys: Option<KeySync>,
 }
 
@@ -219,6 +224,9 @@ impl Engine {
                     SharedQuota::new(&policy.shared, token_burst)
                 }),
                 share_keys: spec.share_keys,
+                share_breaker: spec.share_breaker,
+                breaker_until: Timestamp::ZERO,
+                succeeded_at: Timestamp::ZERO,
                 failing_since: None,
             });
         }
@@ -232,7 +240,10 @@ impl Engine {
             clock: Monotonic::default(),
             events: Ring::new(),
             ledger: Ledger::new(engine_id(&seed)),
-            keys: endpoints.iter().any(|e| e.share_keys).then(KeySync::new),
+            keys: endpoints
+                .iter()
+                .any(|e| e.share_keys || e.share_breaker)
+                .then(KeySync::new),
             stale_reports: 0,
             reclaims: 0,
         })
@@ -384,15 +395,36 @@ impl Engine {
     }
 
     fn drain_events(&mut self) {
-        for (i, s) in self.endpoints.iter_mut().enumerate() {
-            while let Some(event) = s.breaker.poll_event() {
-                let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
-                self.events.push(EngineEvent::Breaker { endpoint, event });
-            }
+        for i in 0..self.endpoints.len() {
+            let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            self.drain_breaker(endpoint);
         }
         while let Some(e) = self.pool.poll_event() {
             self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));
+        }
+    }
+
+    /// Moves `endpoint`'s breaker events out; an open of a breaker that shares its
+    /// state goes to the store as well.
+    fn drain_breaker(&mut self, endpoint: EndpointId) {
+        let Some(s) = self.endpoints.get_mut(usize::from(endpoint.0)) else {
+            return;
+        };
+        while let Some(event) = s.breaker.poll_event() {
+            self.events.push(EngineEvent::Breaker { endpoint, event });
+            let BreakerState::Open { until } = s.breaker.state() else {
+                continue;
+            };
+            // An open this breaker does not enforce (metrics only) is not the others' to enforce.
+            let enforced = s.breaker.mode() == BreakerMode::Auto;
+            if event.to != StateKind::Open || !s.share_breaker || !enforced {
+                continue;
+            }
+            s.breaker_until = s.breaker_until.max(until);
+            if let Some(sync) = self.keys.as_mut() {
+                sync.on_breaker_opened(endpoint, event.at, until);
+            }
         }
     }
 
@@ -427,11 +459,7 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn drain_pending_of(&mut self, endpoint: EndpointId) {
-        if let Some(s) = self.endpoints.get_mut(usize::from(endpoint.0)) {
-            while let Some(event) = s.breaker.poll_event() {
-                self.events.push(EngineEvent::Breaker { endpoint, event });
-            }
-        }
+        self.drain_breaker(endpoint);
         while let Some(e) = self.pool.poll_event() {
             self.note_key_event(&e);
             self.events.push(EngineEvent::Key(e));

@@ -1,6 +1,7 @@
 //! Request and token limits shared by every process behind one key, as a protocol
 //! the core speaks with a store it never touches (key cooldowns and disables are
-//! shared by [`keys`]).
+//! shared by [`keys`], a breaker's "open until" by [`breakers`]; a claim on a shared
+//! idempotency ledger's entry is timed by [`claim`]).
 //!
 //! An endpoint whose limit is shared spends requests from a **lease**: a small slice
 //! of the shared budget a store (Redis, or the simulator's model of one) granted this
@@ -15,7 +16,9 @@
 //!    endpoint is outstanding at a time; the calls that find it outstanding wait.
 //! 3. The answer is a grant (`requests` valid for `valid_for`), a not-before (the
 //!    shared bucket is empty: nobody here asks again before it), or a failure (the
-//!    store could not be reached in time).
+//!    store could not be reached in time). A driver turns what the store returned
+//!    into it with [`StoreReply::lease_answer`], which takes the round trip off the
+//!    lease's validity.
 //!
 //! An ask not answered within [`SharedConfig::ask_timeout`] counts as a failure, so a
 //! lost answer never stalls the endpoint. After a failure the endpoint runs on its
@@ -41,6 +44,8 @@
 
 use core::time::Duration;
 
+pub mod breakers;
+pub mod claim;
 #[cfg(feature = "alloc")]
 pub mod keys;
 
@@ -50,14 +55,16 @@ use crate::ids::EndpointId;
 use crate::ring::Ring;
 use crate::time::Timestamp;
 
+mod reply;
 mod slice;
 
+pub use reply::{StoreReply, earn_back};
 use slice::{Ended, Slice};
 
 /// How a shared limit is asked for and what happens when its store fails.
 ///
 /// Defaults: `fail: open`, `lease: 8`, `recheck: 1ms`, `ask_timeout: 250ms`,
-/// `fallback_for: 1s`, `key_sync: 250ms`, `disable_for: 1h`.
+/// `fallback_for: 1s`, `key_sync: 250ms`, `disable_for: 1h`, `breaker: false`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -85,6 +92,11 @@ pub struct SharedConfig {
     /// lifts it sooner).
     #[cfg_attr(feature = "serde", serde(with = "crate::duration::serde_human"))]
     pub disable_for: Duration,
+    /// Whether a face that shares through a store shares its endpoints' breaker
+    /// "open until" as well (see [`breakers`]; an endpoint may say otherwise). The
+    /// core reads [`EndpointSpec::share_breaker`](crate::engine::EndpointSpec::share_breaker)
+    /// alone.
+    pub breaker: bool,
 }
 
 impl Default for SharedConfig {
@@ -97,6 +109,7 @@ impl Default for SharedConfig {
             fallback_for: Duration::from_secs(1),
             key_sync: Duration::from_millis(250),
             disable_for: Duration::from_secs(60 * 60),
+            breaker: false,
         }
     }
 }
@@ -191,6 +204,16 @@ pub enum SharedEvent {
         at: Timestamp,
         /// The endpoint.
         endpoint: EndpointId,
+    },
+    /// The store said another process opened the endpoint's breaker: it opened here
+    /// (or stays open) until the same instant (see [`breakers`]).
+    BreakerOpened {
+        /// When.
+        at: Timestamp,
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// When it half-opens.
+        until: Timestamp,
     },
 }
 
@@ -510,5 +533,7 @@ impl SharedQuota {
     }
 }
 
+#[cfg(test)]
+mod breaker_tests;
 #[cfg(test)]
 mod tests;

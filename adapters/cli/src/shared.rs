@@ -8,6 +8,7 @@
 //! call_timeout = "50ms"              # optional: the longest a Redis call waits
 //! fail = "open"                      # the policy's: "open" (local limits) or "closed"
 //! lease = 8                          # the policy's: the most requests one lease asks for
+//! breaker = true                     # the policy's: share breakers' "open until" too
 //! ledger = true                      # batch: each input id runs once between all workers
 //! claim_for = "30s"                  # batch: a dead worker's lines are free after this
 //! ```
@@ -15,10 +16,14 @@
 //! `redis`, `prefix`, `call_timeout`, `ledger` and `claim_for` are this table's own; every other field is
 //! the policy's [`SharedConfig`] (so `steadfast sim` reads the same file).
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use serde::Deserialize;
+use steadfast_core::shared::claim::{Claim, ClaimAnswer, ClaimConfig, ClaimStep};
 use steadfast_core::shared::{FailMode, SharedConfig};
+use steadfast_core::time::Timestamp;
+use steadfast_http::clock::Epoch;
 use steadfast_redis::{RedisConfig, RedisStore};
 
 /// The table's own fields.
@@ -136,10 +141,94 @@ pub fn ledger_name(id: &[u8]) -> String {
         .to_owned()
 }
 
-/// Waits for `owner`'s turn on the ledger entry `name`: `None` once it holds the
-/// claim, or what another process stored when it finished. While Redis cannot be
-/// reached, `open` takes the turn and `closed` waits; a held entry is asked again
-/// every `claim_for / 8`.
+/// One process's claim on the ledger entry `name`: the core's [`Claim`] machine decides
+/// when to ask, when to renew and what a Redis failure means; this only does the IO.
+#[derive(Debug)]
+pub struct EntryClaim {
+    name: String,
+    config: ClaimConfig,
+    claim: Claim,
+    epoch: Epoch,
+    /// What another process stored, once the machine says the entry is done.
+    stored: Vec<u8>,
+}
+
+/// What the turn on an entry came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EntryTurn {
+    /// Run it (this process holds the claim, or Redis failed and the claim fails
+    /// open); [`EntryClaim::hold`] renews it.
+    Run,
+    /// Another process finished it and stored this.
+    Done(Vec<u8>),
+}
+
+impl EntryClaim {
+    /// A claim on `name` under `config`, wanted from now.
+    pub fn new(name: String, config: ClaimConfig) -> EntryClaim {
+        let epoch = Epoch::new(tokio::time::Instant::now().into_std());
+        EntryClaim {
+            claim: Claim::new(Timestamp::ZERO, &config),
+            name,
+            config,
+            epoch,
+            stored: Vec::new(),
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.epoch.timestamp(tokio::time::Instant::now().into_std())
+    }
+
+    /// Waits for `owner`'s turn (see [`EntryTurn`]).
+    pub async fn turn(&mut self, store: &RedisStore, owner: &str) -> EntryTurn {
+        loop {
+            match self.claim.poll_claim(self.now()) {
+                ClaimStep::Ask | ClaimStep::Renew => self.ask(store, owner).await,
+                ClaimStep::Run { .. } => return EntryTurn::Run,
+                ClaimStep::Done => return EntryTurn::Done(std::mem::take(&mut self.stored)),
+                // Never: the ledgers' claims set no `give_up_after`.
+                ClaimStep::GaveUp => return EntryTurn::Run,
+                ClaimStep::Wait(at) => self.sleep_until(at).await,
+            }
+        }
+    }
+
+    /// Keeps `owner`'s claim alive until the future is dropped (it never ends by
+    /// itself).
+    pub async fn hold(&mut self, store: &RedisStore, owner: &str) -> Infallible {
+        loop {
+            match self.claim.poll_claim(self.now()) {
+                ClaimStep::Ask | ClaimStep::Renew => self.ask(store, owner).await,
+                ClaimStep::Wait(at) => self.sleep_until(at).await,
+                // Before its turn, or over: nothing to renew, ever.
+                _ => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    /// One claim call; its answer goes to the machine.
+    async fn ask(&mut self, store: &RedisStore, owner: &str) {
+        let answer = match store.claim(&self.name, owner, self.config.claim_for).await {
+            Ok(steadfast_redis::Claim::Won) => ClaimAnswer::Won,
+            Ok(steadfast_redis::Claim::HeldBy { .. }) => ClaimAnswer::Held,
+            Ok(steadfast_redis::Claim::Done(stored)) => {
+                self.stored = stored;
+                ClaimAnswer::Done
+            }
+            Err(_) => ClaimAnswer::Failed,
+        };
+        self.claim.handle_claim(self.now(), answer);
+    }
+
+    async fn sleep_until(&self, at: Timestamp) {
+        let at = tokio::time::Instant::from_std(self.epoch.instant(at));
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+/// Waits for `owner`'s turn on the ledger entry `name` (see [`EntryClaim::turn`]):
+/// `None` once it may run it, or what another process stored when it finished.
 pub async fn claim_turn(
     store: &RedisStore,
     name: &str,
@@ -147,15 +236,10 @@ pub async fn claim_turn(
     claim_for: Duration,
     fail: FailMode,
 ) -> Option<Vec<u8>> {
-    loop {
-        match store.claim(name, owner, claim_for).await {
-            Ok(steadfast_redis::Claim::Won) => return None,
-            Ok(steadfast_redis::Claim::Done(stored)) => return Some(stored),
-            Ok(steadfast_redis::Claim::HeldBy { .. }) => {}
-            Err(_) if fail == FailMode::Open => return None,
-            Err(_) => {}
-        }
-        tokio::time::sleep(claim_for / 8).await;
+    let mut claim = EntryClaim::new(name.to_owned(), ClaimConfig::new(claim_for, fail));
+    match claim.turn(store, owner).await {
+        EntryTurn::Run => None,
+        EntryTurn::Done(stored) => Some(stored),
     }
 }
 
@@ -192,7 +276,10 @@ mod tests {
         assert_eq!(entry.call_timeout, Some(Duration::from_millis(20)));
         assert_eq!(config.fail, FailMode::Closed);
         assert_eq!(config.lease, 4);
+        assert!(!config.breaker, "breakers are not shared unless asked");
         assert!(!entry.to_string().contains("pw"), "{entry}");
+        let (_, config) = split(table("redis = \"redis://x\"\nbreaker = true\n")).expect("good");
+        assert!(config.breaker);
     }
 
     #[test]

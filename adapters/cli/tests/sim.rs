@@ -519,3 +519,41 @@ fn bad_replica_flags_name_the_flag() {
     ]);
     assert!(local.contains("replicas: 2, sharing local"), "{local}");
 }
+
+#[test]
+fn replicas_share_their_breakers_with_shared_breaker_in_the_policy() {
+    let outage = |breaker: bool| {
+        let policy = write(
+            &format!("breaker-{breaker}.toml"),
+            &format!("[shared]\nbreaker = {breaker}\nkey_sync = \"50ms\"\n"),
+        );
+        let args = [
+            "sim",
+            "--scenario",
+            "outage",
+            "--config",
+            &policy,
+            "--replicas",
+            "4",
+            "--sharing",
+            "local",
+            "--seed",
+            "1",
+        ];
+        let out = stdout(&args);
+        let cells = row(&out, "  openai");
+        let into: u64 = cells.last().expect("in outages").parse().expect("a count");
+        let ok: u64 = row(&out, "succeeded")[0].parse().expect("a count");
+        (into, ok)
+    };
+    let (own, own_ok) = outage(false);
+    let (shared, shared_ok) = outage(true);
+    println!(
+        "seed 1, requests into the outage: own breakers {own}, shared {shared}; ok {own_ok} / {shared_ok}"
+    );
+    assert_eq!(
+        (own, shared),
+        (113, 104),
+        "the run's figures, the same as the library's"
+    );
+}

@@ -39,6 +39,10 @@ pub struct EndpointDef {
     /// This endpoint's client-side rate limits, when they differ from the policy's.
     #[serde(default)]
     pub limiter: Option<LimiterConfig>,
+    /// With a shared store: whether this endpoint's breaker "open until" is shared
+    /// with the other processes (default: the policy's `shared.breaker`).
+    #[serde(default)]
+    pub share_breaker: Option<bool>,
 }
 
 impl EndpointDef {
@@ -65,6 +69,7 @@ impl EndpointDef {
             model: None,
             priority: 0,
             limiter: None,
+            share_breaker: None,
         }
     }
 
@@ -126,6 +131,22 @@ impl EndpointDef {
     #[must_use]
     pub fn limiter(mut self, limiter: LimiterConfig) -> Self {
         self.limiter = Some(limiter);
+        self
+    }
+
+    /// The same endpoint sharing its breaker's "open until" through the client's
+    /// store (`true`) or keeping it to itself (`false`), whatever the policy's
+    /// `shared.breaker` says: with a store, a breaker one process opens keeps the
+    /// others from sending until its next probe.
+    ///
+    /// ```
+    /// use steadfast_http::{EndpointDef, Provider};
+    /// let e = EndpointDef::new("https://api.openai.com", Provider::OpenAi, "sk-1").share_breaker(true);
+    /// assert_eq!(e.share_breaker, Some(true));
+    /// ```
+    #[must_use]
+    pub fn share_breaker(mut self, share: bool) -> Self {
+        self.share_breaker = Some(share);
         self
     }
 

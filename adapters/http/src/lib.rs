@@ -123,6 +123,7 @@ pub use steadfast_core::ids::{EndpointId, EndpointSet};
 pub use steadfast_core::limiter::LimiterConfig;
 pub use steadfast_core::policy::{Policy, Preset};
 pub use steadfast_core::retry::RetryConfig;
+pub use steadfast_core::shared::breakers::{BreakerPublish, SharedOpen};
 pub use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
 pub use steadfast_core::shared::{
     FailMode, LeaseAnswer, LeaseAsk, LeaseKind, SharedConfig, TokenSettle,

@@ -457,6 +457,17 @@ fn trace_engine(ev: &EngineEvent) {
         EngineEvent::Shared(SharedEvent::Resumed { at, endpoint }) => {
             info!(target: "steadfast", at = %at, endpoint = %endpoint, "shared limit resumed");
         }
+        EngineEvent::Shared(SharedEvent::BreakerOpened {
+            at,
+            endpoint,
+            until,
+        }) => warn!(
+            target: "steadfast",
+            at = %at,
+            endpoint = %endpoint,
+            until = %until,
+            "breaker opened by another process (shared)"
+        ),
         other => debug!(target: "steadfast", event = ?other, "engine event"),
     }
 }

@@ -12,6 +12,7 @@ use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
 use steadfast_core::shared::TokenSettle;
+use steadfast_core::shared::breakers::{BreakerPublish, SharedOpen};
 use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
 use steadfast_core::time::Timestamp;
 
@@ -51,7 +52,9 @@ pub struct Setup {
     /// Whether the request limits of endpoints that have one are shared with other
     /// processes through a store the adapter talks to (see
     /// [`steadfast_core::shared`]): the session then yields [`crate::Step::Lease`].
-    /// Only adapters with a store set it.
+    /// Every key's state is shared too, and each endpoint's breaker when its
+    /// [`EndpointDef::share_breaker`] (default: the policy's `shared.breaker`) says
+    /// so. Only adapters with a store set it.
     pub shared_limits: bool,
     /// Spans and metrics (see [`crate::telemetry`]).
     pub telemetry: TelemetryConfig,
@@ -92,6 +95,8 @@ pub(crate) struct EndpointSlot {
     pub url: String,
     /// Per key: content type, auth (marked sensitive) and version headers.
     pub headers: Vec<HeaderMap>,
+    /// Whether its breaker's "open until" is shared through the store.
+    share_breaker: bool,
     def: EndpointDef,
 }
 
@@ -171,17 +176,21 @@ impl Shared {
                 spec.shared = endpoint::request_limit(def, &policy).is_some();
                 spec.shared_tokens = spec.shared && endpoint::token_limit(def, &policy).is_some();
                 spec.share_keys = true;
+                spec.share_breaker = def.share_breaker.unwrap_or(policy.shared.breaker);
             }
         }
         let shares = specs.iter().any(|s| s.shared);
         policy.retry = setup.retry.apply(&policy.retry);
         let engine = Engine::new(policy.clone(), &specs, seed)?;
-        let endpoints = defs
+        let mut endpoints = defs
             .into_iter()
             .zip(names)
             .enumerate()
             .map(|(e, (def, name))| EndpointSlot::new(e, def, name))
             .collect::<Result<Vec<_>, _>>()?;
+        for (slot, spec) in endpoints.iter_mut().zip(&specs) {
+            slot.share_breaker = spec.share_breaker;
+        }
         let stored = fallbacks.iter().any(|f| matches!(f, FallbackSlot::Stored));
         let store = stored
             .then(|| MemoryStore::new(&policy.idempotency))
@@ -270,6 +279,29 @@ impl Shared {
     /// [`Engine::handle_shared_keys`]).
     pub fn on_shared_keys(&self, now: Timestamp, endpoint: EndpointId, states: &[SharedKeyState]) {
         self.with_engine(|e| e.handle_shared_keys(now, endpoint, states));
+    }
+
+    /// The store's id of `endpoint`'s breaker when it is shared: the endpoint's name
+    /// (the same on every replica with the same config).
+    pub fn shared_breaker_id(&self, endpoint: EndpointId) -> Option<&str> {
+        let slot = self.endpoints.get(usize::from(endpoint.0))?;
+        slot.share_breaker.then_some(slot.name.as_str())
+    }
+
+    /// The breaker opens to write to the store, oldest first.
+    pub fn take_breaker_publishes(&self) -> Vec<BreakerPublish> {
+        self.with_engine(|e| core::iter::from_fn(|| e.poll_breaker_publish()).collect())
+    }
+
+    /// What the store says of `endpoint`'s breaker: open, or not (see
+    /// [`Engine::handle_shared_breaker`]).
+    pub fn on_shared_breaker(
+        &self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        open: Option<SharedOpen>,
+    ) {
+        self.with_engine(|e| e.handle_shared_breaker(now, endpoint, open));
     }
 
     /// Whether calls are in the canonical shape (see [`Setup::canonical`]).
@@ -501,6 +533,7 @@ impl EndpointSlot {
             model: def.model.clone(),
             url: def.url(),
             headers,
+            share_breaker: false,
             def,
         })
     }

@@ -1,12 +1,15 @@
 //! A steadfast client's side of Redis (feature `client`): leases of shared request and
-//! token limits, the settling of token leases, and the sync of shared key states, for
-//! any face that drives a [`steadfast_http::Session`]. The face gives the clock: `now`
-//! reads the core's instant, and an ask's deadline is a Tokio instant.
+//! token limits, the settling of token leases, and the sync of shared key states and
+//! breakers, for any face that drives a [`steadfast_http::Session`]. The face gives
+//! the clock: `now` reads the core's instant, and an ask's deadline is a Tokio
+//! instant.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use steadfast_core::ids::EndpointId;
+use steadfast_core::shared::StoreReply;
+use steadfast_core::shared::breakers::SharedOpen;
 use steadfast_core::time::Timestamp;
 use steadfast_http::{
     KeyPublish, LeaseAnswer, LeaseAsk, LeaseKind, Shared, SharedKeyState, TokenSettle,
@@ -68,51 +71,56 @@ impl ClientStore {
     }
 
     /// Asks Redis for `ask`'s lease, waiting no longer than `deadline` (the ask's
-    /// `expires`). Its validity is shortened by the round trip, so it never outlives
-    /// the window the store counted it in.
+    /// `expires`). The core turns the script's answer into the lease
+    /// ([`StoreReply::lease_answer`]: the round trip comes off its validity).
     pub async fn lease(
         &self,
         ask: LeaseAsk,
         now: impl Fn() -> Timestamp,
         deadline: tokio::time::Instant,
     ) -> LeaseAnswer {
-        let Some(Some(limits)) = self.limits.get(usize::from(ask.endpoint.0)) else {
-            return LeaseAnswer::Failed;
-        };
         let asked = now();
-        let answer = match (ask.kind, limits.tokens) {
+        let reply = self.reply(ask, deadline).await;
+        reply.lease_answer(asked, now())
+    }
+
+    /// What Redis answers to `ask` by `deadline`.
+    async fn reply(&self, ask: LeaseAsk, deadline: tokio::time::Instant) -> StoreReply {
+        let Some(Some(limits)) = self.limits.get(usize::from(ask.endpoint.0)) else {
+            return StoreReply::Failed;
+        };
+        match (ask.kind, limits.tokens) {
             (LeaseKind::Requests, _) => {
                 let lease = self.store.lease(&limits.key, limits.requests, ask.want);
                 match tokio::time::timeout_at(deadline, lease).await {
-                    Ok(Ok(l)) => Some((l.requests, l.valid_for, l.retry_in)),
-                    _ => None,
+                    Ok(Ok(l)) => StoreReply::Requests {
+                        granted: l.requests,
+                        valid_for: l.valid_for,
+                        retry_in: l.retry_in,
+                    },
+                    _ => StoreReply::Failed,
                 }
             }
             (LeaseKind::Tokens, Some(rate)) => {
                 let reserve = self.store.reserve_tokens(&limits.key, rate, ask.want);
                 match tokio::time::timeout_at(deadline, reserve).await {
-                    Ok(Ok(Decision::Granted { n, .. })) => {
-                        Some((n, earn_back(n, rate), Duration::ZERO))
+                    Ok(Ok(Decision::Granted { n, .. })) => StoreReply::Tokens {
+                        granted: n,
+                        per_minute: rate.per_minute,
+                    },
+                    Ok(Ok(Decision::NotBefore { wait, .. })) => {
+                        StoreReply::TokensNotBefore { wait }
                     }
-                    Ok(Ok(Decision::NotBefore { wait, .. })) => Some((0, Duration::ZERO, wait)),
-                    _ => None,
+                    _ => StoreReply::Failed,
                 }
             }
-            (LeaseKind::Tokens, None) => None,
-        };
-        let Some((requests, valid_for, retry_in)) = answer else {
-            return LeaseAnswer::Failed;
-        };
-        let trip = now().saturating_duration_since(asked);
-        LeaseAnswer::Granted {
-            requests,
-            valid_for: valid_for.saturating_sub(trip),
-            retry_in,
+            (LeaseKind::Tokens, None) => StoreReply::Failed,
         }
     }
 
     /// Settles ended token leases, then writes what the client learned of its keys
-    /// and reads back the state of every key (one pipeline per endpoint). A failed
+    /// and breakers and reads back the state of every shared breaker (one `GET` and
+    /// `PTTL` each) and every key (one pipeline per endpoint). A failed
     /// Redis call skips its part: the next round tries again (a settle is lost: the
     /// bucket keeps the charge, the conservative side).
     pub async fn sync(&self, shared: &Shared, now: impl Fn() -> Timestamp) {
@@ -131,6 +139,7 @@ impl ClientStore {
                 KeyPublish::Enable { .. } => self.store.enable_key(&id).await,
             };
         }
+        self.sync_breakers(shared, &now).await;
         for e in 0..shared.endpoint_count() {
             let endpoint = EndpointId(u16::try_from(e).unwrap_or(u16::MAX));
             let ids: Vec<String> = (0..u16::MAX)
@@ -148,6 +157,37 @@ impl ClientStore {
                 })
                 .collect();
             shared.on_shared_keys(now(), endpoint, &states);
+        }
+    }
+
+    /// Writes the breakers that opened here (each open until its next probe) and
+    /// reads back every shared breaker's open time. A failed call skips its part, as
+    /// for keys: the breakers run on their own decisions meanwhile.
+    async fn sync_breakers(&self, shared: &Shared, now: &impl Fn() -> Timestamp) {
+        for publish in shared.take_breaker_publishes() {
+            let Some(id) = shared.shared_breaker_id(publish.endpoint) else {
+                continue;
+            };
+            let open_for = publish.open_for(now());
+            if !open_for.is_zero() {
+                let _ = self
+                    .store
+                    .open_endpoint(id, open_for, publish.whole())
+                    .await;
+            }
+        }
+        for e in 0..shared.endpoint_count() {
+            let endpoint = EndpointId(u16::try_from(e).unwrap_or(u16::MAX));
+            let Some(id) = shared.shared_breaker_id(endpoint) else {
+                continue;
+            };
+            if let Ok(open) = self.store.endpoint_open(id).await {
+                let open = open.map(|o| SharedOpen {
+                    left: o.left,
+                    whole: o.whole,
+                });
+                shared.on_shared_breaker(now(), endpoint, open);
+            }
         }
     }
 
@@ -170,13 +210,6 @@ impl ClientStore {
             .reconcile_tokens(key, *rate, reserved, settle.spent)
             .await;
     }
-}
-
-/// How long the shared bucket takes to earn `n` tokens back at `rate`: a lease of
-/// them is spent within it.
-fn earn_back(n: u32, rate: TokenRate) -> Duration {
-    let per_minute = u64::from(rate.per_minute.max(1));
-    Duration::from_micros(u64::from(n).saturating_mul(60_000_000) / per_minute)
 }
 
 /// Starts the sync of a client with a store (token settles, key states) on

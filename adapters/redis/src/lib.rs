@@ -11,14 +11,15 @@
 //! | [`RedisStore::release_lease`] | `sf1:release_lease` | `{refunded, now µs, tat µs}` |
 //! | [`RedisStore::reserve_tokens`] | `sf1:tokens_reserve` | `{granted 0\|1, now µs, level units, wait µs}` |
 //! | [`RedisStore::reconcile_tokens`] | `sf1:tokens_reconcile` | `{now µs, level units}` |
-//! | [`RedisStore::cool_key`], [`RedisStore::open_endpoint`] | `sf1:extend_ttl` | ms the key lives now |
+//! | [`RedisStore::cool_key`] | `sf1:extend_ttl` | ms the key lives now |
+//! | [`RedisStore::open_endpoint`] | `sf1:open_endpoint` | ms the key lives now |
 //! | [`RedisStore::claim`] | `sf1:claim` | `{0, ''}` won, `{1, owner}` held, `{2, result}` done |
 //! | [`RedisStore::complete`] | `sf1:complete` | 1 stored, 0 not the holder |
 //! | [`RedisStore::release`] | `sf1:release_claim` | 1 released, 0 not the holder |
 //!
 //! [`RedisStore::disable_key`] is one `SET PX`, [`RedisStore::enable_key`] one
 //! `DEL`, [`RedisStore::key_states`] one pipeline of `PTTL`s,
-//! [`RedisStore::endpoint_open_for`] one `PTTL`. The arithmetic of every limit script
+//! [`RedisStore::endpoint_open`] one pipeline of `GET` and `PTTL`. The arithmetic of every limit script
 //! is mirrored by the pure [`model`], which the property tests hold the scripts to.
 //!
 //! # Key layout
@@ -33,7 +34,7 @@
 //! | `{sf1:l:<limit>}:tok` | hash `l`, `t` | token level (units, 60 000 000 per token), as of µs | until the bucket is full again |
 //! | `{sf1:k:<key id>}:cool` | string | key cooling | the cooldown |
 //! | `{sf1:k:<key id>}:off` | string | key disabled | the disable's TTL |
-//! | `{sf1:e:<endpoint id>}:open` | string | breaker open | the time left open |
+//! | `{sf1:e:<endpoint id>}:open` | string | breaker open: the whole open, ms | the time left open |
 //! | `{sf1:i:<business key>}:claim` | hash `s` (h\|d), `o`, `r` | claim state, owner, result | the claim's or the result's TTL |
 //!
 //! A missing key is the initial state (a full bucket, not cooling, not claimed), so
@@ -77,5 +78,5 @@ pub use ids::{LAYOUT_VERSION, LimitKey, MAX_ID_LEN};
 pub use ledger::{Claim, MAX_RESULT_LEN};
 pub use limits::{Decision, Lease, Reconciled, Released, clamped_delta};
 pub use rate::{Rate, TokenRate};
-pub use shared::KeyShared;
+pub use shared::{EndpointOpen, KeyShared};
 pub use store::{MAX_TTL, RedisStore};

@@ -137,6 +137,17 @@ redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 return want
 ";
 
+/// KEYS: an endpoint's open key. ARGV: ttl ms, the whole open in ms. Extends the
+/// open (its TTL and the whole it records) only when the new one ends later; returns
+/// the ms it lives now.
+const OPEN_ENDPOINT: &str = r"
+local left = redis.call('PTTL', KEYS[1])
+local want = tonumber(ARGV[1])
+if left >= want then return left end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
+return want
+";
+
 /// KEYS: claim. ARGV: owner, ttl ms.
 /// Returns `{0, ''}` won (or re-claimed by its owner, TTL renewed),
 /// `{1, owner}` held by another, `{2, result}` done.
@@ -175,6 +186,7 @@ pub(crate) struct Scripts {
     pub(crate) tokens_reserve: Script,
     pub(crate) tokens_reconcile: Script,
     pub(crate) extend_ttl: Script,
+    pub(crate) open_endpoint: Script,
     pub(crate) claim: Script,
     pub(crate) complete: Script,
     pub(crate) release_claim: Script,
@@ -198,6 +210,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     tokens_reserve: limit_script("tokens_reserve", TOKENS_RESERVE),
     tokens_reconcile: limit_script("tokens_reconcile", TOKENS_RECONCILE),
     extend_ttl: plain_script("extend_ttl", EXTEND_TTL),
+    open_endpoint: plain_script("open_endpoint", OPEN_ENDPOINT),
     claim: plain_script("claim", CLAIM),
     complete: plain_script("complete", COMPLETE),
     release_claim: plain_script("release_claim", RELEASE_CLAIM),

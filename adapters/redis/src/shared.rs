@@ -7,6 +7,15 @@ use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, ttl_ms};
 use std::time::Duration;
 
+/// An endpoint's shared breaker open, as the store holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointOpen {
+    /// How long it stays open.
+    pub left: Duration,
+    /// The whole open its writer recorded, from the instant the breaker opened.
+    pub whole: Duration,
+}
+
 /// What every replica knows of one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KeyShared {
@@ -84,27 +93,47 @@ impl RedisStore {
             .collect())
     }
 
-    /// Opens endpoint `id`'s shared breaker for `for_`; only ever extends. Returns the
-    /// time it is open now.
-    pub async fn open_endpoint(&self, id: &str, for_: Duration) -> Result<Duration, StoreError> {
-        self.extend("open_endpoint", "endpoint_id", id, for_, |s, id| {
-            s.keys.open(id)
-        })
-        .await
+    /// Opens endpoint `id`'s shared breaker for `for_`, recording the `whole` open
+    /// it is part of (from the instant the breaker opened, so a reader knows when it
+    /// began); only ever extends. Returns the time it is open now.
+    pub async fn open_endpoint(
+        &self,
+        id: &str,
+        for_: Duration,
+        whole: Duration,
+    ) -> Result<Duration, StoreError> {
+        const OP: &str = "open_endpoint";
+        let checked = check("endpoint_id", id)
+            .and_then(|()| ttl_ms("for", for_))
+            .and_then(|ms| Ok((ms, ttl_ms("whole", whole.max(for_))?)));
+        let (ms, whole_ms) = match checked {
+            Ok(v) => v,
+            Err(e) => return self.refuse(e),
+        };
+        let mut inv = SCRIPTS.open_endpoint.prepare_invoke();
+        inv.key(self.keys.open(id)).arg(ms).arg(whole_ms);
+        let now_ms: i64 = self.invoke(OP, &inv).await?;
+        left(now_ms).ok_or_else(|| StoreError::reply(OP, "no TTL after set"))
     }
 
-    /// How long endpoint `id`'s shared breaker stays open, if it is.
-    pub async fn endpoint_open_for(&self, id: &str) -> Result<Option<Duration>, StoreError> {
+    /// Endpoint `id`'s shared breaker, if it is open: the time it has left and the
+    /// whole open it records (one pipeline of `GET` and `PTTL`).
+    pub async fn endpoint_open(&self, id: &str) -> Result<Option<EndpointOpen>, StoreError> {
         if let Err(e) = check("endpoint_id", id) {
             return self.refuse(e);
         }
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(self.keys.open(id));
+        pipe.cmd("PTTL").arg(self.keys.open(id));
         let mut conn = self.conn.clone();
-        let mut cmd = redis::cmd("PTTL");
-        cmd.arg(self.keys.open(id));
-        let ms: i64 = self
-            .bounded("endpoint_open_for", cmd.query_async(&mut conn))
+        let (whole, ms): (Option<u64>, i64) = self
+            .bounded("endpoint_open", pipe.query_async(&mut conn))
             .await?;
-        Ok(left(ms))
+        Ok(left(ms).map(|left| EndpointOpen {
+            left,
+            // A key an older writer set holds no whole: the open reads as just begun.
+            whole: whole.map_or(left, Duration::from_millis).max(left),
+        }))
     }
 
     async fn extend(

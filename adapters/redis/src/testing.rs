@@ -1,6 +1,8 @@
 //! A real `redis-server` on 127.0.0.1 for tests (the `testing` feature): started on
 //! a free port from `STEADFAST_REDIS_SERVER` or `PATH`, killed by its pid when its
-//! guard drops. Test code only: it panics when no server can be started.
+//! guard drops; and the mock key the faces' shared-limit tests share
+//! ([`mock_bucket`], [`bucket_policy`]). Test code only: it panics when no server can
+//! be started.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -8,6 +10,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use steadfast_core::limiter::LimiterConfig;
+use steadfast_core::policy::Policy;
+use steadfast_mock::{MockConfig, MockServer};
 
 use crate::{RedisConfig, RedisStore};
 
@@ -87,6 +93,11 @@ impl Redis {
         store(&self.url, prefix)
     }
 
+    /// The config of [`Redis::store`] (for a client that builds its own store).
+    pub fn config(&self, prefix: &str) -> RedisConfig {
+        config(&self.url, prefix)
+    }
+
     /// The CI's server, or a new one.
     pub fn shared() -> Redis {
         if let Ok(url) = std::env::var("STEADFAST_REDIS_URL") {
@@ -103,13 +114,36 @@ impl Redis {
 /// A store on `url` with `prefix` and a generous call timeout (for tests of
 /// behaviour, not latency).
 pub fn store(url: &str, prefix: &str) -> RedisStore {
-    let config = RedisConfig {
+    RedisStore::new(config(url, prefix)).expect("store")
+}
+
+/// The config of [`store`].
+pub fn config(url: &str, prefix: &str) -> RedisConfig {
+    RedisConfig {
         url: url.to_string(),
         prefix: prefix.to_string(),
         call_timeout: Duration::from_secs(2),
         ..RedisConfig::default()
-    };
-    RedisStore::new(config).expect("store")
+    }
+}
+
+/// A mock key of `rpm` requests a minute and `burst` at once (the `ok` scenario,
+/// seeded with `seed`): the one limit the clients of a shared-limit test share.
+pub fn mock_bucket(seed: u64, rpm: u32, burst: u32) -> MockServer {
+    let mut config = MockConfig::builtin("ok").expect("ok").with_seed(seed);
+    config.knobs.rpm = Some(u64::from(rpm));
+    config.knobs.rate_burst = Some(u64::from(burst));
+    MockServer::start(config).expect("mock")
+}
+
+/// The batch preset with a [`mock_bucket`]'s limit as its own (`rpm`, burst `burst`).
+pub fn bucket_policy(rpm: u32, burst: u32) -> Policy {
+    let mut policy = Policy::batch();
+    let mut limiter = LimiterConfig::default();
+    limiter.requests = Some(rpm);
+    limiter.burst = f64::from(burst) / f64::from(rpm.max(1));
+    policy.limiter = limiter;
+    policy
 }
 
 /// A prefix unique to this process and call, so tests sharing one server never

@@ -204,17 +204,26 @@ async fn an_endpoint_stays_open_for_the_longest_time_any_replica_asked() {
     let redis = Redis::shared();
     let prefix = unique_prefix("open");
     let (a, b) = (redis.store(&prefix), redis.store(&prefix));
-    assert_eq!(a.endpoint_open_for("openai").await.unwrap(), None);
-    a.open_endpoint("openai", Duration::from_secs(5))
+    assert_eq!(a.endpoint_open("openai").await.unwrap(), None);
+    a.open_endpoint("openai", Duration::from_secs(5), Duration::from_secs(6))
         .await
         .unwrap();
-    b.open_endpoint("openai", Duration::from_millis(10))
-        .await
-        .unwrap();
-    let left = b.endpoint_open_for("openai").await.unwrap().unwrap();
+    b.open_endpoint(
+        "openai",
+        Duration::from_millis(10),
+        Duration::from_millis(10),
+    )
+    .await
+    .unwrap();
+    let open = b.endpoint_open("openai").await.unwrap().unwrap();
     assert!(
-        left > Duration::from_secs(4) && left <= Duration::from_secs(5),
-        "{left:?}"
+        open.left > Duration::from_secs(4) && open.left <= Duration::from_secs(5),
+        "{open:?}"
+    );
+    assert_eq!(
+        open.whole,
+        Duration::from_secs(6),
+        "the longer open's whole"
     );
 }
 
@@ -356,7 +365,7 @@ async fn every_key_written_has_a_ttl() {
         .await
         .unwrap();
     store
-        .open_endpoint("e", Duration::from_secs(30))
+        .open_endpoint("e", Duration::from_secs(30), Duration::from_secs(30))
         .await
         .unwrap();
     store

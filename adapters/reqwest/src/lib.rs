@@ -132,7 +132,9 @@ impl ClientBuilder {
     /// Shares the request limits (`rpm`) of the endpoints that have one, and every
     /// key's cooldowns and disables, with every process using the same Redis and the
     /// same endpoint names: a limit is then the total of all of them, and a key one
-    /// process found revoked or throttled is left alone by the others. Build the client
+    /// process found revoked or throttled is left alone by the others (and, with the
+    /// policy's `shared.breaker` or an endpoint's `share_breaker`, a breaker one
+    /// process opened keeps the others from sending until its probe). Build the client
     /// inside a Tokio runtime: a task on it syncs the key states every
     /// `shared.key_sync` while the client lives. Each process spends leases of the shared budget; while
     /// Redis cannot be reached, the policy's `shared.fail` decides (local limits

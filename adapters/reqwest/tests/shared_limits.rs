@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::testing::{Redis, Server, store, unique_prefix};
-use steadfast_reqwest::{
-    Client, EndpointDef, FailMode, GiveUpReason, LimiterConfig, Policy, Provider,
-};
+use steadfast_redis::testing::{Redis, Server, bucket_policy, store, unique_prefix};
+use steadfast_reqwest::{Client, EndpointDef, FailMode, GiveUpReason, Policy, Provider};
 
 const CLIENTS: usize = 4;
 const CALLS: usize = 30;
@@ -36,11 +34,7 @@ fn bucket() -> MockServer {
 
 /// The batch preset with the key's limit as the endpoint's (`RPM`, burst `BURST`).
 fn policy(fail: FailMode) -> Policy {
-    let mut p = Policy::batch();
-    let mut limiter = LimiterConfig::default();
-    limiter.requests = Some(RPM);
-    limiter.burst = f64::from(BURST) / f64::from(RPM);
-    p.limiter = limiter;
+    let mut p = bucket_policy(RPM, BURST);
     p.shared.fail = fail;
     p
 }
@@ -304,5 +298,102 @@ async fn a_key_one_client_found_revoked_is_left_alone_by_the_others() {
         b.metrics().keys_disabled,
         1,
         "it was disabled from the shared state"
+    );
+}
+
+/// One call; whether it succeeded.
+async fn one(client: &Client, i: usize) -> bool {
+    client.chat(ask(i)).await.is_ok()
+}
+
+/// Two clients on one endpoint `flaky` of a mock that goes down: client A meets the
+/// outage (3 failures in a row open its breaker for 2 s); client B then makes ten
+/// calls. Returns the requests B's calls sent while A's breaker was open, and
+/// whether both served again after the outage.
+async fn outage_seen_by_b(shared: Option<(&str, &str)>) -> (u64, bool) {
+    let server =
+        MockServer::start(MockConfig::builtin("ok").expect("ok").with_seed(8)).expect("mock");
+    let make = |seed: u64| {
+        let endpoint = EndpointDef::new(
+            server.base_url(),
+            Provider::OpenAi,
+            steadfast_mock::MOCK_KEY,
+        )
+        .name("flaky");
+        let mut policy = Policy::standard().without_jitter();
+        policy.breaker.consecutive_failures = Some(3);
+        policy.breaker.failure_rate = None;
+        policy.breaker.open_for = Duration::from_secs(2);
+        policy.retry.max_attempts = 1;
+        policy.shared.key_sync = Duration::from_millis(50);
+        policy.shared.breaker = true;
+        let builder = Client::builder()
+            .endpoint(endpoint)
+            .policy(policy)
+            .seed_u64(seed);
+        match shared {
+            Some((url, prefix)) => builder.shared_store(store(url, prefix)),
+            None => builder,
+        }
+        .build()
+        .expect("client builds")
+    };
+    let (a, b) = (make(60), make(61));
+    assert!(
+        one(&a, 0).await && one(&b, 1).await,
+        "both serve before the outage"
+    );
+    server.set_down(true);
+    for i in 0..3 {
+        assert!(!one(&a, 10 + i).await, "the outage fails A's calls");
+    }
+    // A few sync rounds: A's open reaches the store, and B reads it back.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = server.stats().total_requests;
+    for i in 0..10 {
+        assert!(
+            !one(&b, 20 + i).await,
+            "B's calls fail: the endpoint is down or shut"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sent = server.stats().total_requests - before;
+    server.set_down(false);
+    // Past A's open-until (2 s after its third failure), both probe and serve again.
+    let mut resumed = true;
+    for client in [&a, &b] {
+        let mut ok = false;
+        for i in 0..40 {
+            if one(client, 100 + i).await {
+                ok = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        resumed &= ok;
+    }
+    (sent, resumed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_one_client_opened_keeps_the_other_from_sending_until_its_probe() {
+    let redis = Redis::shared();
+    let prefix = unique_prefix("breaker");
+    let (shared, resumed) = outage_seen_by_b(Some((&redis.url, &prefix))).await;
+    let (alone, resumed_alone) = outage_seen_by_b(None).await;
+    println!(
+        "B's requests to the failed endpoint while A's breaker was open: shared breaker {shared}, own breaker only {alone}"
+    );
+    assert_eq!(
+        shared, 0,
+        "B sent nothing while the shared breaker was open"
+    );
+    assert_eq!(
+        alone, 3,
+        "alone, B finds the outage itself: 3 failures open its breaker"
+    );
+    assert!(
+        resumed && resumed_alone,
+        "both serve again after the outage"
     );
 }

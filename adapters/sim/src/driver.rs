@@ -23,6 +23,7 @@ use steadfast_core::time::Timestamp;
 
 use steadfast_upstream::{RequestFacts, Ticket, Upstream, UpstreamConfig, WALL_START};
 
+use crate::breakers::BreakerStore;
 use crate::checks::{Checked, Checks, Violation};
 use crate::replicas::{ReplicaRun, Replicas, Store, replica_seed};
 use crate::reply::{Reply, seen};
@@ -127,6 +128,8 @@ enum Ev {
     StoreAsk(u32),
     /// The store's answer reaches its replica.
     StoreAnswer(u32),
+    /// A replica syncs its shared breakers with the store.
+    BreakerSync(u16),
 }
 
 struct Active {
@@ -206,6 +209,8 @@ struct Asking {
 pub(crate) struct Driver {
     replicas: Vec<Replica>,
     store: Option<Store>,
+    /// The shared breakers, when the replicas share them.
+    breakers: Option<BreakerStore>,
     asks: Vec<Option<Asking>>,
     free_asks: Vec<u32>,
     upstream: Upstream,
@@ -290,9 +295,12 @@ impl Driver {
         } else {
             0
         };
+        let breakers = (replicas.share_breaker && replicas.count > 1)
+            .then(|| BreakerStore::new(scenario.endpoints.len(), replicas.store_lag / 2));
         Ok(Driver {
             replicas: engines,
             store,
+            breakers,
             asks: Vec::new(),
             free_asks: Vec::new(),
             upstream: Upstream::new(
@@ -399,6 +407,11 @@ impl Driver {
         if let Some(first) = self.arrivals.next() {
             self.push(first, Ev::Arrive(0));
         }
+        if self.breakers.is_some() {
+            for r in 0..self.replicas.len() {
+                self.next_sync(u16::try_from(r).unwrap_or(u16::MAX), Timestamp::ZERO);
+            }
+        }
         let limit = self.calls.saturating_mul(EVENTS_PER_CALL);
         let every = every.max(1);
         let mut events = 0u64;
@@ -456,6 +469,7 @@ impl Driver {
                 }
                 Ev::StoreAsk(i) => self.at_store(i, now),
                 Ev::StoreAnswer(i) => self.answered(i, now),
+                Ev::BreakerSync(r) => self.sync_breakers(r, now),
             }
             if self.tally.finished / every != finished / every {
                 self.count_up();
@@ -493,6 +507,37 @@ impl Driver {
             .iter()
             .map(|r| r.engine.dropped_events())
             .sum();
+    }
+
+    /// Writes `replica`'s breaker opens to the store and reads every breaker back,
+    /// then syncs again a `shared.key_sync` later while calls remain.
+    fn sync_breakers(&mut self, replica: u16, now: Timestamp) {
+        let (Some(store), Some(r)) = (
+            &mut self.breakers,
+            self.replicas.get_mut(usize::from(replica)),
+        ) else {
+            return;
+        };
+        while let Some(p) = r.engine.poll_breaker_publish() {
+            store.write(now, p);
+        }
+        for e in 0..r.engine.pool().endpoint_count() {
+            let open = store.open(now, usize::from(e));
+            r.engine.handle_shared_breaker(now, EndpointId(e), open);
+        }
+        drain_events(&mut r.engine, &mut self.run, &mut self.tally, self.keep_log);
+        self.next_sync(replica, now);
+    }
+
+    fn next_sync(&mut self, replica: u16, now: Timestamp) {
+        if self.tally.finished >= self.calls {
+            return;
+        }
+        let Some(r) = self.replicas.get(usize::from(replica)) else {
+            return;
+        };
+        let every = r.engine.policy().shared.key_sync;
+        self.push(now.saturating_add(every), Ev::BreakerSync(replica));
     }
 
     /// Sends the leases `replica`'s engine wants at `now` on their way to the store.

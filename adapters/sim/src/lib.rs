@@ -48,6 +48,7 @@ use steadfast_core::error::ConfigError;
 use steadfast_core::policy::Policy;
 use steadfast_core::time::Timestamp;
 
+mod breakers;
 mod checks;
 pub mod compare;
 mod driver;

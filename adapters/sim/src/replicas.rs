@@ -24,6 +24,10 @@
 //! asks, is decided on the store's own clock (microseconds, as Redis `TIME` gives
 //! them), and its answer returns after the other half of the lag.
 //!
+//! With [`Replicas::share_breaker`] (in any mode) the replicas share their breakers'
+//! "open until" through a store of their own, synced every `policy.shared.key_sync`
+//! (see steadfast-core's `shared::breakers`).
+//!
 //! A run of one local replica is the plain run ([`crate::run`]): replica 0 runs on the
 //! run's own seed.
 
@@ -78,8 +82,8 @@ impl Sharing {
 
 /// The replicas of a run.
 ///
-/// Defaults: `count: 1`, `sharing: local`, `store_lag: 2ms` (one replica, no store:
-/// the plain run).
+/// Defaults: `count: 1`, `sharing: local`, `store_lag: 2ms`, `share_breaker: false`
+/// (one replica, no store: the plain run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Replicas {
@@ -90,6 +94,9 @@ pub struct Replicas {
     /// The store's round trip: an ask reaches it after half, the answer returns
     /// after the other half.
     pub store_lag: Duration,
+    /// Whether the endpoints' breakers share their "open until" through the store
+    /// (see [`crate::breakers`]); with any [`Sharing`].
+    pub share_breaker: bool,
 }
 
 impl Default for Replicas {
@@ -98,6 +105,7 @@ impl Default for Replicas {
             count: 1,
             sharing: Sharing::Local,
             store_lag: Duration::from_millis(2),
+            share_breaker: false,
         }
     }
 }
@@ -110,6 +118,12 @@ impl Replicas {
             sharing,
             ..Replicas::default()
         }
+    }
+
+    /// The same replicas sharing their breakers' "open until" through the store.
+    pub fn with_shared_breaker(mut self) -> Replicas {
+        self.share_breaker = true;
+        self
     }
 
     /// The same replicas with the store answering after `lag`.
@@ -145,7 +159,8 @@ impl Replicas {
             .endpoints
             .iter()
             .map(|e| {
-                let spec = EndpointSpec::new(e.priority, e.keys);
+                let mut spec = EndpointSpec::new(e.priority, e.keys);
+                spec.share_breaker = self.share_breaker;
                 match self.sharing {
                     Sharing::Local => spec,
                     Sharing::Shared | Sharing::Leased => spec.with_shared_limit(),

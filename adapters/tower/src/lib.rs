@@ -102,9 +102,10 @@ impl ClientBuilder {
     steadfast_http::shared_builder_settings!(steadfast_tower);
 
     /// Shares the request and token limits of the endpoints that have them, and every
-    /// key's cooldowns and disables, with every process using the same Redis and the
-    /// same endpoint names (see steadfast-reqwest's `shared_store`). Build the client
-    /// inside a Tokio runtime: a task on it syncs the key states. The blocking
+    /// key's cooldowns and disables (and breakers, with the policy's `shared.breaker`),
+    /// with every process using the same Redis and the same endpoint names (see
+    /// steadfast-reqwest's `shared_store`). Build the client inside a Tokio runtime:
+    /// a task on it syncs the key and breaker states. The blocking
     /// executor (`run_blocking`) does not ask the store: it runs on the local limits.
     #[cfg(feature = "redis")]
     #[must_use]

@@ -4,18 +4,13 @@
 
 use std::time::Instant;
 
-use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::testing::{Redis, unique_prefix};
-use steadfast_tower::{Client, EndpointDef, LimiterConfig, Policy, Provider};
+use steadfast_mock::MockServer;
+use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, unique_prefix};
+use steadfast_tower::{Client, EndpointDef, Provider};
 
 const CALLS: usize = 30;
 
 fn client(server: &MockServer, redis: &Redis, prefix: &str, seed: u64) -> Client {
-    let mut policy = Policy::batch();
-    let mut limiter = LimiterConfig::default();
-    limiter.requests = Some(600);
-    limiter.burst = 20.0 / 600.0;
-    policy.limiter = limiter;
     let endpoint = EndpointDef::new(
         server.base_url(),
         Provider::OpenAi,
@@ -24,7 +19,7 @@ fn client(server: &MockServer, redis: &Redis, prefix: &str, seed: u64) -> Client
     .name("shared-key");
     Client::builder()
         .endpoint(endpoint)
-        .policy(policy)
+        .policy(bucket_policy(600, 20))
         .seed_u64(seed)
         .shared_store(redis.store(prefix))
         .build()
@@ -35,10 +30,7 @@ fn client(server: &MockServer, redis: &Redis, prefix: &str, seed: u64) -> Client
 async fn two_executors_share_one_key_limit_through_redis() {
     let redis = Redis::shared();
     let prefix = unique_prefix("tower");
-    let mut config = MockConfig::builtin("ok").expect("ok").with_seed(13);
-    config.knobs.rpm = Some(600);
-    config.knobs.rate_burst = Some(20);
-    let server = MockServer::start(config).expect("mock");
+    let server = mock_bucket(13, 600, 20);
     let clients = [
         client(&server, &redis, &prefix, 1),
         client(&server, &redis, &prefix, 2),

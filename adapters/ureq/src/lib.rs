@@ -116,8 +116,9 @@ impl ClientBuilder {
     }
 
     /// Shares the request and token limits of the endpoints that have them, and every
-    /// key's cooldowns and disables, with every process using the same Redis and the
-    /// same endpoint names (see steadfast-reqwest's `shared_store`). The client runs a
+    /// key's cooldowns and disables (and breakers, with the policy's `shared.breaker`),
+    /// with every process using the same Redis and the same endpoint names (see
+    /// steadfast-reqwest's `shared_store`). The client runs a
     /// one-thread Tokio runtime for the store's connection and its key sync; its calls
     /// block on the store as on the network, never past the policy's `ask_timeout`.
     #[cfg(feature = "redis")]

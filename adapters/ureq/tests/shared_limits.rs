@@ -5,10 +5,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::RedisConfig;
-use steadfast_redis::testing::{Redis, unique_prefix};
-use steadfast_ureq::{Client, EndpointDef, LimiterConfig, Policy, Provider};
+use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, unique_prefix};
+use steadfast_ureq::{Client, EndpointDef, Provider};
 
 const CALLS: usize = 30;
 
@@ -16,19 +14,8 @@ const CALLS: usize = 30;
 fn two_blocking_clients_share_one_key_limit_through_redis() {
     let redis = Redis::shared();
     let prefix = unique_prefix("ureq");
-    let mut config = MockConfig::builtin("ok").expect("ok").with_seed(12);
-    config.knobs.rpm = Some(600);
-    config.knobs.rate_burst = Some(20);
-    let server = MockServer::start(config).expect("mock");
+    let server = mock_bucket(12, 600, 20);
     let client = |seed: u64| {
-        let mut policy = Policy::batch();
-        let mut limiter = LimiterConfig::default();
-        limiter.requests = Some(600);
-        limiter.burst = 20.0 / 600.0;
-        policy.limiter = limiter;
-        let mut store = RedisConfig::default();
-        store.url = redis.url.clone();
-        store.prefix = prefix.clone();
         let endpoint = EndpointDef::new(
             server.base_url(),
             Provider::OpenAi,
@@ -37,9 +24,9 @@ fn two_blocking_clients_share_one_key_limit_through_redis() {
         .name("shared-key");
         Client::builder()
             .endpoint(endpoint)
-            .policy(policy)
+            .policy(bucket_policy(600, 20))
             .seed_u64(seed)
-            .shared_redis(store)
+            .shared_redis(redis.config(&prefix))
             .build()
             .expect("client builds")
     };

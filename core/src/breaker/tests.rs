@@ -1059,3 +1059,27 @@ mod serde_tests {
 }
 
 mod modes;
+
+#[test]
+fn an_open_from_elsewhere_opens_until_its_instant_and_then_probes() {
+    let mut b = Breaker::new(&exact());
+    assert!(b.open_until(ms(100), ms(1_100)));
+    assert_eq!(b.state(), BreakerState::Open { until: ms(1_100) });
+    assert_eq!(b.permit(ms(1_099)), Permit::Deny { until: ms(1_100) });
+    // An earlier instant changes nothing; a later one keeps it open longer.
+    assert!(!b.open_until(ms(200), ms(900)));
+    assert!(b.open_until(ms(200), ms(1_200)));
+    assert_eq!(b.poll_timeout(), Some(ms(1_200)));
+    assert_eq!(b.trips(), 0, "no trip of its own");
+    let kinds: Vec<_> = core::iter::from_fn(|| b.poll_event())
+        .map(|e| e.to)
+        .collect();
+    assert_eq!(kinds, [StateKind::Open]);
+    assert_eq!(b.permit(ms(1_200)), Permit::Probe);
+    // A past instant, or a frozen mode, opens nothing.
+    assert!(!b.open_until(ms(1_300), ms(1_300)));
+    let mut off = Breaker::new(&exact());
+    off.set_mode(ms(0), BreakerMode::Disabled);
+    assert!(!off.open_until(ms(0), ms(1_000)));
+    assert_eq!(off.permit(ms(1)), Permit::Allow);
+}

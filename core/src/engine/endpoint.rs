@@ -27,6 +27,14 @@ pub(super) struct EndpointState {
     pub shared: Option<SharedQuota>,
     /// Whether its keys' states are shared with other processes.
     pub share_keys: bool,
+    /// Whether its breaker's "open until" is shared with other processes.
+    pub share_breaker: bool,
+    /// The latest instant its breaker was known open until (its own opens and the
+    /// store's), so an open read back from the store is not taken for a new one.
+    pub breaker_until: Timestamp,
+    /// Its latest success (zero before the first): a shared open that began before
+    /// it is older news than what this engine saw.
+    pub succeeded_at: Timestamp,
     /// The first endpoint-scope failure since the last success, if the endpoint has
     /// failed since: how long it has been unavailable, for [`Query::max_hold`].
     pub failing_since: Option<Timestamp>,

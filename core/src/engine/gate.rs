@@ -215,7 +215,10 @@ impl Gate for Engine {
             }
         }
         match report.verdict {
-            Verdict::Success => s.failing_since = None,
+            Verdict::Success => {
+                s.failing_since = None;
+                s.succeeded_at = now;
+            }
             Verdict::Failure(f) if f.scope == Scope::Endpoint && f.class != Class::Cancelled => {
                 s.failing_since.get_or_insert(now);
             }

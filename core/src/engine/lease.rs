@@ -3,8 +3,9 @@
 
 use crate::ids::{EndpointId, Target};
 use crate::pool::{DisableReason, KeyState};
+use crate::shared::breakers::{BreakerPublish, Known, SharedOpen, store_open_until};
 use crate::shared::keys::{KeyPublish, SharedKeyState};
-use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, TokenSettle};
+use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, SharedEvent, TokenSettle};
 use crate::time::Timestamp;
 
 use super::{Engine, EngineEvent};
@@ -122,6 +123,63 @@ impl Engine {
             }
         }
         self.drain_events();
+        if let Some(sync) = self.keys.as_mut() {
+            sync.set_applying(false);
+        }
+    }
+}
+
+impl Engine {
+    /// The next breaker open to write to the store (see [`crate::shared::breakers`]):
+    /// an endpoint that shares its breaker opened here on its own.
+    pub fn poll_breaker_publish(&mut self) -> Option<BreakerPublish> {
+        self.keys.as_mut()?.poll_breaker_publish()
+    }
+
+    /// What the store says at `now` of `endpoint`'s breaker: open (for
+    /// [`SharedOpen::left`] more), or not open (`None`). An open that ends later than
+    /// any this engine knows of (by more than [`SharedConfig::ask_timeout`](crate::shared::SharedConfig::ask_timeout)),
+    /// and began after this engine's latest success of the endpoint, opens the
+    /// breaker here until then (or keeps it open until then), with a
+    /// [`SharedEvent::BreakerOpened`]; it
+    /// is not published back. A store that says "not open" closes nothing. Changes
+    /// nothing for an endpoint that does not share its breaker.
+    pub fn handle_shared_breaker(
+        &mut self,
+        now: Timestamp,
+        endpoint: EndpointId,
+        open: Option<SharedOpen>,
+    ) {
+        let now = self.clock.observe(now);
+        let tolerance = self.policy.shared.ask_timeout;
+        let Some(s) = self
+            .endpoints
+            .get_mut(usize::from(endpoint.0))
+            .filter(|s| s.share_breaker)
+        else {
+            return;
+        };
+        let known = Known {
+            open_until: s.breaker_until,
+            succeeded_at: s.succeeded_at,
+        };
+        let Some(until) = store_open_until(now, open, known, tolerance) else {
+            return;
+        };
+        s.breaker_until = until;
+        let changed = s.breaker.open_until(now, until);
+        if let Some(sync) = self.keys.as_mut() {
+            sync.set_applying(true);
+        }
+        self.drain_events();
+        if changed {
+            let ev = SharedEvent::BreakerOpened {
+                at: now,
+                endpoint,
+                until,
+            };
+            self.events.push(EngineEvent::Shared(ev));
+        }
         if let Some(sync) = self.keys.as_mut() {
             sync.set_applying(false);
         }

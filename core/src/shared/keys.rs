@@ -10,13 +10,19 @@
 //! disabled here with [`DisableReason::Shared`] (and enabled again when the store's
 //! disable is lifted). What came from the store is never published back, so replicas
 //! do not echo each other's state.
+//!
+//! The same sync carries the breakers of endpoints that share them (see
+//! [`super::breakers`]): their publishes queue here beside the keys', and the same
+//! mark keeps what the store caused from going back.
 
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::ids::Target;
+use super::breakers::{BREAKER_PUBLISH_CAPACITY, BreakerPublish};
+use crate::ids::{EndpointId, Target};
 use crate::pool::{DisableReason, PoolEvent};
 use crate::ring::Ring;
+use crate::time::Timestamp;
 
 /// Publishes kept before the oldest are dropped (counted by [`KeySync::dropped`]).
 pub const PUBLISH_CAPACITY: usize = 64;
@@ -69,6 +75,7 @@ pub struct SharedKeyState {
 #[derive(Debug, Clone)]
 pub struct KeySync {
     outbox: Ring<KeyPublish, PUBLISH_CAPACITY>,
+    breakers: Ring<BreakerPublish, BREAKER_PUBLISH_CAPACITY>,
     /// Keys disabled here because the store said so.
     from_store: Vec<Target>,
     /// Pool events being caused by the store's state: not published back.
@@ -86,6 +93,7 @@ impl KeySync {
     pub fn new() -> KeySync {
         KeySync {
             outbox: Ring::new(),
+            breakers: Ring::new(),
             from_store: Vec::new(),
             applying: false,
         }
@@ -93,7 +101,26 @@ impl KeySync {
 
     /// Publishes dropped because the driver did not take them.
     pub fn dropped(&self) -> u64 {
-        self.outbox.dropped()
+        self.outbox
+            .dropped()
+            .saturating_add(self.breakers.dropped())
+    }
+
+    /// The next breaker open to write to the store.
+    pub fn poll_breaker_publish(&mut self) -> Option<BreakerPublish> {
+        self.breakers.pop()
+    }
+
+    /// A breaker that shares its state opened at `at` until `until`: published unless
+    /// the store caused it.
+    pub fn on_breaker_opened(&mut self, endpoint: EndpointId, at: Timestamp, until: Timestamp) {
+        if !self.applying {
+            self.breakers.push(BreakerPublish {
+                endpoint,
+                at,
+                until,
+            });
+        }
     }
 
     /// The next change to write to the store.

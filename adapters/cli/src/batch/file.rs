@@ -17,9 +17,11 @@
 //! model = "gpt-4o-mini"       # optional: forced into every request
 //! rpm = 500                   # optional: this endpoint's own limits
 //! tpm = 200000
+//! share_breaker = true        # optional: with [shared], share its breaker's "open until"
 //!
 //! [shared]                    # optional: limits shared with other processes
 //! redis = "redis://127.0.0.1:6379"   # each `rpm` is then the total of all of them
+//! breaker = true              # optional: every endpoint's breaker "open until" too
 //!
 //! [[endpoint]]
 //! priority = 1
@@ -71,6 +73,10 @@ pub struct EndpointEntry {
     /// Tokens per minute for this endpoint.
     #[serde(default)]
     pub tpm: Option<u64>,
+    /// With `[shared]`: whether its breaker's "open until" is shared with the other
+    /// processes [default: `[shared] breaker`].
+    #[serde(default)]
+    pub share_breaker: Option<bool>,
 }
 
 /// The whole file.
@@ -250,6 +256,9 @@ impl EndpointEntry {
         if let Some(m) = &self.model {
             def = def.model(m.clone());
         }
+        if let Some(share) = self.share_breaker {
+            def = def.share_breaker(share);
+        }
         if self.rpm.is_some() || self.tpm.is_some() {
             let mut l: LimiterConfig = policy.limiter.clone();
             if self.rpm.is_some() {
@@ -314,6 +323,14 @@ mod tests {
         let inline =
             from_toml("endpoint = [{base_url = \"http://a\", keys_env = [\"A\"]}]\n").unwrap();
         assert_eq!(inline.endpoints.len(), 1);
+        assert_eq!(inline.endpoints[0].share_breaker, None);
+        let own = from_toml(
+            "[[endpoint]]\nbase_url=\"http://a\"\nkeys_env=[\"A\"]\nshare_breaker=false\n",
+        )
+        .unwrap();
+        let env = |_: &str| Some(ApiKey::new("k".to_owned()));
+        let def = own.endpoints[0].resolve(1, &own.policy, &env).unwrap();
+        assert_eq!(def.share_breaker, Some(false));
     }
 
     #[test]

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use steadfast_core::shared::FailMode;
+use steadfast_core::shared::claim::ClaimConfig;
 use steadfast_redis::RedisStore;
 
-use crate::shared::{claim_turn, ledger_name};
+use crate::shared::{EntryClaim, EntryTurn, ledger_name};
 
 /// How long a stored success is kept for other workers.
 const KEEP_DONE: Duration = Duration::from_secs(24 * 60 * 60);
@@ -51,24 +52,25 @@ impl Ledger {
     }
 
     /// Waits for this worker's turn on `id`: its claim, or another worker's answer
-    /// (an entry this program did not store runs the line).
-    pub async fn turn(&self, id: &str) -> Turn {
-        let name = ledger_name(id.as_bytes());
-        let stored = claim_turn(&self.store, &name, &self.owner, self.claim_for, self.fail).await;
-        match stored.and_then(|bytes| serde_json::from_slice(&bytes).ok()) {
-            Some(answer) => Turn::Done(answer),
-            None => Turn::Run,
-        }
+    /// (an entry this program did not store runs the line). The claim comes back
+    /// with a turn to run, for [`Ledger::hold`].
+    pub async fn turn(&self, id: &str) -> (Turn, EntryClaim) {
+        let config = ClaimConfig::new(self.claim_for, self.fail);
+        let mut claim = EntryClaim::new(ledger_name(id.as_bytes()), config);
+        let turn = match claim.turn(&self.store, &self.owner).await {
+            EntryTurn::Run => Turn::Run,
+            EntryTurn::Done(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(answer) => Turn::Done(answer),
+                Err(_) => Turn::Run,
+            },
+        };
+        (turn, claim)
     }
 
-    /// Keeps this worker's claim on `id` alive until the future is dropped (it never
-    /// ends by itself).
-    pub async fn hold(&self, id: &str) -> Infallible {
-        let key = ledger_name(id.as_bytes());
-        loop {
-            tokio::time::sleep(self.claim_for / 3).await;
-            let _ = self.store.claim(&key, &self.owner, self.claim_for).await;
-        }
+    /// Keeps this worker's `claim` alive until the future is dropped (it never ends
+    /// by itself).
+    pub async fn hold(&self, claim: &mut EntryClaim) -> Infallible {
+        claim.hold(&self.store, &self.owner).await
     }
 
     /// Records the line's end: a success is stored for the other workers, a failure

@@ -266,7 +266,8 @@ async fn one_shared(
         return one(client, line, keep_request).await;
     };
     let t0 = Instant::now();
-    if let Turn::Done(answer) = ledger.turn(&line.id).await {
+    let (turn, mut claim) = ledger.turn(&line.id).await;
+    if let Turn::Done(answer) = turn {
         let done = Finished {
             key: Key::Id(line.id),
             ending: Ending::Ok(answer, None),
@@ -279,7 +280,7 @@ async fn one_shared(
     let id = line.id.clone();
     let (f, latency) = tokio::select! {
         ran = one(client, line, keep_request) => ran,
-        never = ledger.hold(&id) => match never {},
+        never = ledger.hold(&mut claim) => match never {},
     };
     let answer = match &f.ending {
         Ending::Ok(body, _) => Some(body),

@@ -24,7 +24,9 @@ use crate::config::load_policy;
                   [limiter] requests and burst: --sharing local applies it per replica, shared \
                   asks a store for every request, leased spends leases of up to [shared] lease \
                   requests; without --sharing all three run side by side. The store is the \
-                  model of steadfast-redis's scripts, --store-lag away. Issue #17's case (four \
+                  model of steadfast-redis's scripts, --store-lag away; with [shared] breaker = \
+                  true in the policy the replicas share their breakers' \"open until\" through it \
+                  too. Issue #17's case (four \
                   replicas of 30 calls, one key of 600 requests a minute, 20 at once) is \
                   adapters/sim/scenarios/shared-limit.toml with shared-limit.policy.toml."
 )]
@@ -172,7 +174,10 @@ fn replicated(
     };
     let mut runs = Vec::with_capacity(modes.len());
     for sharing in modes {
-        let replicas = Replicas::new(args.replicas, sharing).with_store_lag(lag);
+        let mut replicas = Replicas::new(args.replicas, sharing).with_store_lag(lag);
+        if policy.shared.breaker {
+            replicas = replicas.with_shared_breaker();
+        }
         let run = steadfast_sim::run_replicas(scenario, policy, args.seed, &replicas).map_err(
             |e| match e {
                 SimError::Replicas(ReplicaError::NoRequestLimit) => format!(
