@@ -136,6 +136,17 @@ pub fn mock_bucket(seed: u64, rpm: u32, burst: u32) -> MockServer {
     MockServer::start(config).expect("mock")
 }
 
+/// An OpenAI endpoint named `name` on `server`, with the mock's key.
+#[cfg(feature = "client")]
+pub fn mock_endpoint(server: &MockServer, name: &str) -> steadfast_http::EndpointDef {
+    steadfast_http::EndpointDef::new(
+        server.base_url(),
+        steadfast_http::Provider::OpenAi,
+        steadfast_mock::MOCK_KEY,
+    )
+    .name(name)
+}
+
 /// The batch preset with a [`mock_bucket`]'s limit as its own (`rpm`, burst `burst`).
 pub fn bucket_policy(rpm: u32, burst: u32) -> Policy {
     let mut policy = Policy::batch();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::testing::{Redis, Server, bucket_policy, store, unique_prefix};
+use steadfast_redis::testing::{Redis, Server, bucket_policy, mock_endpoint, store, unique_prefix};
 use steadfast_reqwest::{Client, EndpointDef, FailMode, GiveUpReason, Policy, Provider};
 
 const CLIENTS: usize = 4;
@@ -41,12 +41,7 @@ fn policy(fail: FailMode) -> Policy {
 
 /// A client named `shared-key` on the mock, sharing through `redis` when given.
 fn client(server: &MockServer, policy: Policy, seed: u64, redis: Option<(&str, &str)>) -> Client {
-    let endpoint = EndpointDef::new(
-        server.base_url(),
-        Provider::OpenAi,
-        steadfast_mock::MOCK_KEY,
-    )
-    .name("shared-key");
+    let endpoint = mock_endpoint(server, "shared-key");
     let builder = Client::builder()
         .endpoint(endpoint)
         .policy(policy)
@@ -314,12 +309,7 @@ async fn outage_seen_by_b(shared: Option<(&str, &str)>) -> (u64, bool) {
     let server =
         MockServer::start(MockConfig::builtin("ok").expect("ok").with_seed(8)).expect("mock");
     let make = |seed: u64| {
-        let endpoint = EndpointDef::new(
-            server.base_url(),
-            Provider::OpenAi,
-            steadfast_mock::MOCK_KEY,
-        )
-        .name("flaky");
+        let endpoint = mock_endpoint(&server, "flaky");
         let mut policy = Policy::standard().without_jitter();
         policy.breaker.consecutive_failures = Some(3);
         policy.breaker.failure_rate = None;

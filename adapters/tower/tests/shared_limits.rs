@@ -5,18 +5,13 @@
 use std::time::Instant;
 
 use steadfast_mock::MockServer;
-use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, unique_prefix};
-use steadfast_tower::{Client, EndpointDef, Provider};
+use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, mock_endpoint, unique_prefix};
+use steadfast_tower::Client;
 
 const CALLS: usize = 30;
 
 fn client(server: &MockServer, redis: &Redis, prefix: &str, seed: u64) -> Client {
-    let endpoint = EndpointDef::new(
-        server.base_url(),
-        Provider::OpenAi,
-        steadfast_mock::MOCK_KEY,
-    )
-    .name("shared-key");
+    let endpoint = mock_endpoint(server, "shared-key");
     Client::builder()
         .endpoint(endpoint)
         .policy(bucket_policy(600, 20))

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, unique_prefix};
-use steadfast_ureq::{Client, EndpointDef, Provider};
+use steadfast_redis::testing::{Redis, bucket_policy, mock_bucket, mock_endpoint, unique_prefix};
+use steadfast_ureq::Client;
 
 const CALLS: usize = 30;
 
@@ -16,12 +16,7 @@ fn two_blocking_clients_share_one_key_limit_through_redis() {
     let prefix = unique_prefix("ureq");
     let server = mock_bucket(12, 600, 20);
     let client = |seed: u64| {
-        let endpoint = EndpointDef::new(
-            server.base_url(),
-            Provider::OpenAi,
-            steadfast_mock::MOCK_KEY,
-        )
-        .name("shared-key");
+        let endpoint = mock_endpoint(&server, "shared-key");
         Client::builder()
             .endpoint(endpoint)
             .policy(bucket_policy(600, 20))
