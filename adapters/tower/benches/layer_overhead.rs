@@ -9,13 +9,17 @@
 //! the layer's own work per call (session, engine decisions, headers, the rebuilt
 //! factory, the attempt timeout) alone.
 //!
-//! After criterion's report, an interleaved A/B run prints the overhead ratio (the
-//! median over rounds of the layer's mean / the bare service's mean) and, for scale,
-//! the same ratio for the bare service under one `tokio::time::timeout`. A run with
+//! After criterion's report, an interleaved A/B run makes one call of each mode per
+//! round, in a rotating order, and prints the overhead ratio (the layer's median call
+//! over the bare service's, and the same for trimmed means) and, for scale, the same
+//! for the bare service under one `tokio::time::timeout` and under a layer that only
+//! boxes its future. Calls interleaved one by one see the same machine: on a shared
+//! host, blocks of calls drift apart by more than the layer costs. A run with
 //! `--profile-time` skips it.
 
 use std::time::{Duration, Instant};
 
+use async_openai::error::OpenAIError;
 use async_openai::middleware::{HttpRequestFactory, ReqwestService};
 use criterion::Criterion;
 use reqwest13 as reqwest;
@@ -49,8 +53,12 @@ fn side<S>(service: impl FnOnce(&reqwest::Client) -> S) -> Side<S> {
     }
 }
 
+/// async-openai's service under a layer that only boxes its future.
+type Boxed = tower::util::BoxCloneService<HttpRequestFactory, reqwest::Response, OpenAIError>;
+
 struct Fixture {
     bare: Side<ReqwestService>,
+    boxed: Side<Boxed>,
     layered: Side<SteadfastService<ReqwestService>>,
     timed: Side<ReqwestService>,
     url: String,
@@ -71,6 +79,7 @@ fn fixture() -> Fixture {
         bare: side(|http| ReqwestService::new(http.clone())),
         layered: side(|http| layer.layer(ReqwestService::new(http.clone()))),
         timed: side(|http| ReqwestService::new(http.clone())),
+        boxed: side(|http| Boxed::new(ReqwestService::new(http.clone()))),
         steadfast,
         url: format!("{}/v1/chat/completions", server.base_url()),
         _server: server,
@@ -90,7 +99,7 @@ impl Fixture {
                 .header("idempotency-key", &key)
                 .body(BODY)
                 .build();
-            async move { r.map_err(async_openai::error::OpenAIError::Reqwest) }
+            async move { r.map_err(OpenAIError::Reqwest) }
         })
     }
 
@@ -105,6 +114,17 @@ impl Fixture {
 
     fn layered_call(&self, n: u64) -> usize {
         let s = &self.layered;
+        s.rt.block_on(async {
+            let call = s.service.clone().oneshot(self.factory(&s.http, n));
+            let r = call.await.expect("sent");
+            r.bytes().await.expect("a body").len()
+        })
+    }
+
+    /// The bare call under a layer that does nothing but box the call's future: what
+    /// any layer of this shape costs.
+    fn boxed_bare_call(&self, n: u64) -> usize {
+        let s = &self.boxed;
         s.rt.block_on(async {
             let call = s.service.clone().oneshot(self.factory(&s.http, n));
             let r = call.await.expect("sent");
@@ -150,7 +170,7 @@ fn bench(c: &mut Criterion) {
         let request = f.build().await?;
         let mut r = http::Response::new(reqwest::Body::from(""));
         *r.headers_mut() = request.headers().clone();
-        Ok::<_, async_openai::error::OpenAIError>(reqwest::Response::from(r))
+        Ok::<_, OpenAIError>(reqwest::Response::from(r))
     });
     let layered_ready = SteadfastLayer::new(&f.steadfast).layer(ready);
     let mut g = c.benchmark_group("no_network");
@@ -170,98 +190,99 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// The three ways a call is made in the interleaved run.
+/// The ways a call is made in the interleaved run.
 #[derive(Clone, Copy)]
 enum Mode {
     Bare,
     Layered,
     TimedBare,
+    BoxedBare,
 }
 
-/// Interleaved rounds of `calls` calls each (the bare service, the layer, and the bare
-/// service under one timer, in rotating order); the median of the per-round ratios.
-fn ratio(rounds: usize, calls: u64) {
+const MODES: [Mode; 4] = [Mode::Bare, Mode::Layered, Mode::TimedBare, Mode::BoxedBare];
+
+impl Fixture {
+    fn call(&self, mode: Mode, n: u64) -> usize {
+        match mode {
+            Mode::Bare => self.bare_call(n),
+            Mode::Layered => self.layered_call(n),
+            Mode::TimedBare => self.timed_bare_call(n),
+            Mode::BoxedBare => self.boxed_bare_call(n),
+        }
+    }
+}
+
+/// One mode's call times, sorted, in microseconds.
+struct Times(Vec<f64>);
+
+impl Times {
+    fn quantile(&self, q: f64) -> f64 {
+        let i = ((self.0.len().saturating_sub(1)) as f64 * q) as usize;
+        self.0.get(i).copied().unwrap_or(f64::NAN)
+    }
+
+    /// The mean of the middle 80 %: a host's stalls, which land on any call, left out.
+    fn trimmed_mean(&self) -> f64 {
+        let (a, b) = (self.0.len() / 10, self.0.len() * 9 / 10);
+        let middle = &self.0[a..b];
+        middle.iter().sum::<f64>() / middle.len().max(1) as f64
+    }
+}
+
+/// `calls` rounds in which each mode makes one call, in an order that rotates each
+/// round, so that a drift of the machine's speed lands on every mode alike; then each
+/// mode's median and trimmed mean, and their ratios to the bare service's.
+fn ratio(calls: u64) {
     let f = fixture();
     let mut n = 1u64 << 40;
     for _ in 0..200 {
-        n += 3;
-        f.bare_call(n);
-        f.layered_call(n + 1);
-        f.timed_bare_call(n + 2);
+        for mode in MODES {
+            n += 1;
+            f.call(mode, n);
+        }
     }
-    let (mut layer_ratios, mut timer_ratios) = (Vec::new(), Vec::new());
-    let mut totals = [Duration::ZERO; 3];
-    let mut cpu = [Duration::ZERO; 3];
-    let orders = [
-        [Mode::Bare, Mode::Layered, Mode::TimedBare],
-        [Mode::Layered, Mode::TimedBare, Mode::Bare],
-        [Mode::TimedBare, Mode::Bare, Mode::Layered],
+    let mut times: Vec<Vec<f64>> = MODES.iter().map(|_| Vec::new()).collect();
+    for round in 0..calls {
+        for k in 0..MODES.len() {
+            let k = (k + round as usize) % MODES.len();
+            n += 1;
+            let t = Instant::now();
+            f.call(MODES[k], n);
+            times[k].push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let times: Vec<Times> = times
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            Times(v)
+        })
+        .collect();
+    let bare = &times[Mode::Bare as usize];
+    let names = [
+        "bare service",
+        "steadfast layer",
+        "bare under one tokio::time::timeout",
+        "bare under a do-nothing boxing layer",
     ];
-    for round in 0..rounds {
-        let mut took = [Duration::ZERO; 3];
-        for mode in orders[round % orders.len()] {
-            let (t, cpu0) = (Instant::now(), thread_cpu());
-            for _ in 0..calls {
-                n += 1;
-                match mode {
-                    Mode::Bare => f.bare_call(n),
-                    Mode::Layered => f.layered_call(n),
-                    Mode::TimedBare => f.timed_bare_call(n),
-                };
-            }
-            took[mode as usize] = t.elapsed();
-            if let (Some(a), Some(b)) = (cpu0, thread_cpu()) {
-                cpu[mode as usize] += b.saturating_sub(a);
-            }
-        }
-        for (total, t) in totals.iter_mut().zip(took) {
-            *total += t;
-        }
-        let bare = took[Mode::Bare as usize].as_secs_f64();
-        layer_ratios.push(took[Mode::Layered as usize].as_secs_f64() / bare);
-        timer_ratios.push(took[Mode::TimedBare as usize].as_secs_f64() / bare);
-    }
-    layer_ratios.sort_by(f64::total_cmp);
-    timer_ratios.sort_by(f64::total_cmp);
-    let median = |r: &[f64]| r[r.len() / 2];
-    let per = |d: Duration| d.as_secs_f64() * 1e6 / (rounds as f64 * calls as f64);
-    let [bare_total, layered_total, timed_total] = totals;
-    let m = median(&layer_ratios);
-    println!(
-        "interleaved A/B ({rounds} rounds x {calls} calls each): bare service {:.1} us/call, \
-         steadfast layer {:.1} us/call, overhead ratio (median of rounds) {:.3} ({:+.1}%), \
-         ratio of totals {:.3}, min {:.3}, max {:.3}",
-        per(bare_total),
-        per(layered_total),
-        m,
-        (m - 1.0) * 100.0,
-        layered_total.as_secs_f64() / bare_total.as_secs_f64(),
-        layer_ratios[0],
-        layer_ratios[layer_ratios.len() - 1],
-    );
-    let t = median(&timer_ratios);
-    println!(
-        "  for scale, the bare service under one tokio::time::timeout: {:.1} us/call, \
-         ratio (median of rounds) {:.3} ({:+.1}%), ratio of totals {:.3}",
-        per(timed_total),
-        t,
-        (t - 1.0) * 100.0,
-        timed_total.as_secs_f64() / bare_total.as_secs_f64(),
-    );
-    if cpu.iter().all(|c| !c.is_zero()) {
-        let [bare, layered, timed] = cpu.map(per);
+    println!("interleaved A/B ({calls} rounds, one call of each mode per round, rotating order):");
+    for (name, t) in names.iter().zip(&times) {
         println!(
-            "  the calling thread's CPU time per call (the rest is waiting): bare {bare:.1} us, \
-             layer {layered:.1} us, bare under one timer {timed:.1} us"
+            "  {name}: p25 {:.1} us, p50 {:.1} us, trimmed mean {:.1} us; ratio to bare: p50 {:.3}, trimmed mean {:.3}",
+            t.quantile(0.25),
+            t.quantile(0.5),
+            t.trimmed_mean(),
+            t.quantile(0.5) / bare.quantile(0.5),
+            t.trimmed_mean() / bare.trimmed_mean(),
         );
     }
-}
-
-/// The CPU time the calling thread has used (Linux's schedstat), when known.
-fn thread_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = stat.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
+    let layer = &times[Mode::Layered as usize];
+    let m = layer.quantile(0.5) / bare.quantile(0.5);
+    println!(
+        "overhead ratio (median call): {m:.3} ({:+.1}%), of trimmed means {:.3}",
+        (m - 1.0) * 100.0,
+        layer.trimmed_mean() / bare.trimmed_mean()
+    );
 }
 
 fn main() {
@@ -270,6 +291,6 @@ fn main() {
     c.final_summary();
     let skip = ["--list", "--test", "--profile-time"];
     if !std::env::args().any(|a| skip.contains(&a.as_str())) {
-        ratio(40, 100);
+        ratio(4000);
     }
 }
