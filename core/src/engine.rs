@@ -373,11 +373,7 @@ impl Engine {
         for (i, s) in self.endpoints.iter_mut().enumerate() {
             s.breaker.handle_timeout(now);
             let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
-            if let Some(ev) = s
-                .shared
-                .as_mut()
-                .and_then(|q| q.handle_timeout(now, endpoint))
-            {
+            if let Some(ev) = lease::shared_timeout(s, now, endpoint) {
                 self.events.push(EngineEvent::Shared(ev));
             }
         }

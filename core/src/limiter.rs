@@ -379,6 +379,20 @@ impl Limiter {
         self.apply_window(now, &hints.tokens, true);
     }
 
+    /// Leaves nothing available at `now`: the next call waits for the limit's rate,
+    /// and the burst is earned again from here (a shared limit that falls back to
+    /// this limiter, while other processes still spend the same limit).
+    pub fn drain(&mut self, now: Timestamp) {
+        let now = self.observe(now);
+        self.last_denial = None;
+        for gcra in [self.requests.as_mut(), self.tokens.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            gcra.tighten(now, 0);
+        }
+    }
+
     /// The calls admitted and not yet finished.
     pub fn in_flight(&self) -> u32 {
         self.in_flight

@@ -25,7 +25,13 @@
 //! fallback for [`SharedConfig::fallback_for`], then asks the store again:
 //! [`FailMode::Open`] admits on the local limits alone (the limiter every endpoint
 //! has), [`FailMode::Closed`] admits nothing. Either way the engine says so in an
-//! [`SharedEvent`], and again when sharing resumes.
+//! [`SharedEvent`], and again when sharing resumes. A store that was only slow ends
+//! the fallback early: a grant that answers the timed-out ask, before any newer ask
+//! goes out, is a lease like any other (the store counted it).
+//!
+//! Falling back open, the endpoint's local limiter starts empty: it admits at the
+//! limit's rate, and earns its burst again, rather than sending a whole burst at once
+//! while the other replicas still spend the same limit from their leases.
 //!
 //! The lease is spent only by admissions the rest of the engine has already allowed,
 //! and never after it expires: the store counted its requests in the window it
@@ -342,6 +348,12 @@ impl SharedQuota {
         }
     }
 
+    /// A fallback admission that was not sent after all (its reserved slot came due
+    /// after sharing resumed, with no lease for it).
+    pub fn withdraw_fallback_admission(&mut self) {
+        self.counters.fallback_admissions = self.counters.fallback_admissions.saturating_sub(1);
+    }
+
     /// Spends a leased request and `tokens` leased tokens for an admission
     /// [`SharedQuota::check`] allowed at `now` (on the fallback, counts it).
     pub fn spend(&mut self, now: Timestamp, tokens: u64) {
@@ -416,8 +428,11 @@ impl SharedQuota {
         })
     }
 
-    /// The store's answer to the ask `ticket`, at `now`; an answer to any other ask
-    /// (one that timed out) changes nothing. Returns the event it caused.
+    /// The store's answer to the ask `ticket`, at `now`. The answer to an ask that
+    /// timed out (or that its driver answered with a failure when it stopped waiting)
+    /// still counts while no newer ask is out: a grant (the store counted it) ends
+    /// the fallback at once, a late failure changes nothing. An answer to any
+    /// other ask changes nothing. Returns the event it caused.
     pub fn handle_answer(
         &mut self,
         now: Timestamp,
@@ -425,19 +440,22 @@ impl SharedQuota {
         ticket: u64,
         answer: LeaseAnswer,
     ) -> Option<SharedEvent> {
-        let kind = if self.requests.answers(ticket) {
-            LeaseKind::Requests
-        } else if self.tokens.as_mut().is_some_and(|(s, _)| s.answers(ticket)) {
-            LeaseKind::Tokens
-        } else {
-            return None;
-        };
+        let (kind, late) = self.answered(ticket)?;
         let LeaseAnswer::Granted {
             requests: granted,
             valid_for,
             retry_in,
         } = answer
         else {
+            // A late failure says nothing new: its ask already failed.
+            if late {
+                return None;
+            }
+            // A driver that stopped waiting at the ask's deadline answers a failure;
+            // the store's own answer may still come.
+            if let Some(slice) = self.slice_mut(kind) {
+                slice.await_late(ticket);
+            }
             return Some(self.fail(now, endpoint));
         };
         let granted = u64::from(granted);
@@ -501,12 +519,38 @@ impl SharedQuota {
         .min()
     }
 
+    fn slice_mut(&mut self, kind: LeaseKind) -> Option<&mut Slice> {
+        match kind {
+            LeaseKind::Requests => Some(&mut self.requests),
+            LeaseKind::Tokens => self.tokens.as_mut().map(|(s, _)| s),
+        }
+    }
+
+    /// Which lease `ticket` answers, and whether its ask had timed out; `None` when it
+    /// answers none (a newer ask is out, or it was answered already).
+    fn answered(&mut self, ticket: u64) -> Option<(LeaseKind, bool)> {
+        if self.requests.answers(ticket) {
+            return Some((LeaseKind::Requests, false));
+        }
+        let tokens = self.tokens.as_mut().map(|(s, _)| s);
+        if tokens.is_some_and(|s| s.answers(ticket)) {
+            return Some((LeaseKind::Tokens, false));
+        }
+        if self.requests.answers_late(ticket) {
+            return Some((LeaseKind::Requests, true));
+        }
+        let tokens = self.tokens.as_mut().map(|(s, _)| s);
+        tokens
+            .is_some_and(|s| s.answers_late(ticket))
+            .then_some((LeaseKind::Tokens, true))
+    }
+
     fn fail(&mut self, now: Timestamp, endpoint: EndpointId) -> SharedEvent {
         self.counters.failures = self.counters.failures.saturating_add(1);
         self.failed = true;
-        self.requests.asking = None;
+        self.requests.time_out();
         if let Some((slice, _)) = &mut self.tokens {
-            slice.asking = None;
+            slice.time_out();
         }
         let until = now.saturating_add(self.config.fallback_for);
         self.fallback_until = Some(until);

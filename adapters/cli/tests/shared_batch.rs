@@ -192,8 +192,15 @@ async fn two_serve_replicas_pace_their_clients_together() {
     let stats = mock.stats();
     let (requests, throttled) = (stats.total_requests, stats.status(429));
     let ideal = ideal_secs((WORKERS * LINES) as u64);
+    let mut fell = 0;
+    for r in &replicas {
+        let metrics = http.get(format!("{}/metrics", r.base_url())).send().await;
+        let text = metrics.expect("metrics").text().await.expect("a body");
+        fell += counter(&text, "steadfast_shared_fallbacks_total");
+    }
     println!(
-        "two replicas: {requests} upstream requests, {throttled} 429s, {took:.2} s ({:.3}x the ideal {ideal:.1} s)",
+        "two replicas: {requests} upstream requests, {throttled} 429s, {fell} fallbacks to local limits, \
+         {took:.2} s ({:.3}x the ideal {ideal:.1} s)",
         took / ideal
     );
     let failed = statuses.iter().filter(|s| **s != 200).count();
@@ -206,6 +213,14 @@ async fn two_serve_replicas_pace_their_clients_together() {
     for r in replicas {
         r.shutdown().await;
     }
+}
+
+/// The value of the counter `name` in a Prometheus text page (0 when absent).
+fn counter(page: &str, name: &str) -> u64 {
+    let line = page
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '));
+    line.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Lines in `path` (0 when it does not exist yet).

@@ -398,8 +398,7 @@ impl<'c, E> Session<'c, E> {
     /// The store's answer to a [`Step::Lease`] ask, at `now`.
     pub fn on_lease(&mut self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
         self.latest = self.latest.max(now);
-        self.shared
-            .with_engine(|e| e.handle_lease(now, ask, answer));
+        self.shared.on_lease(now, ask, answer);
     }
 
     /// The running call finished: the session is done, unless it gave up and a

@@ -11,9 +11,9 @@ use steadfast_core::ids::{EndpointId, EndpointSet, Target};
 use steadfast_core::policy::Policy;
 use steadfast_core::retry::GiveUpReason;
 use steadfast_core::rng::Seed;
-use steadfast_core::shared::TokenSettle;
 use steadfast_core::shared::breakers::{BreakerPublish, SharedOpen};
 use steadfast_core::shared::keys::{KeyPublish, SharedKeyState};
+use steadfast_core::shared::{LeaseAnswer, LeaseAsk, TokenSettle};
 use steadfast_core::time::Timestamp;
 
 use crate::endpoint::{self, EndpointDef};
@@ -256,6 +256,12 @@ impl Shared {
         self.shared_limit(endpoint)?;
         let slot = self.endpoints.get(usize::from(endpoint.0))?;
         endpoint::token_limit(&slot.def, &self.policy)
+    }
+
+    /// The store's answer, at `now`, to the lease ask `ask` (one a session took to
+    /// the store, or whose answer came after its deadline).
+    pub fn on_lease(&self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
+        self.with_engine(|e| e.handle_lease(now, ask, answer));
     }
 
     /// The token leases to settle with the store, oldest first.

@@ -4,7 +4,7 @@
 //! the clock: `now` reads the core's instant, and an ask's deadline is a Tokio
 //! instant.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use steadfast_core::ids::EndpointId;
@@ -29,8 +29,22 @@ struct Limits {
 #[derive(Debug, Clone)]
 pub struct ClientStore {
     store: RedisStore,
-    limits: Vec<Option<Limits>>,
+    limits: Arc<[Option<Limits>]>,
+    /// Answers that came after their ask's deadline, for the next sync to report.
+    late: Arc<Mutex<Vec<Late>>>,
 }
+
+/// A lease answer that came after its ask's deadline: the engine had put the
+/// endpoint on its fallback, and a grant ends it (the store counted it).
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    ask: LeaseAsk,
+    reply: StoreReply,
+    asked: Timestamp,
+}
+
+/// The most late answers kept between two syncs; past it, the oldest is dropped.
+const KEEP_LATE: usize = 16;
 
 /// What a face holds that the background sync needs.
 pub trait SharesState: Send + Sync + 'static {
@@ -67,12 +81,21 @@ impl ClientStore {
                 })
             })
             .collect();
-        ClientStore { store, limits }
+        ClientStore {
+            store,
+            limits,
+            late: Arc::default(),
+        }
     }
 
     /// Asks Redis for `ask`'s lease, waiting no longer than `deadline` (the ask's
-    /// `expires`). The core turns the script's answer into the lease
-    /// ([`StoreReply::lease_answer`]: the round trip comes off its validity).
+    /// `expires`): past it the ask fails. The core turns the script's answer into the
+    /// lease ([`StoreReply::lease_answer`]: the round trip comes off its validity).
+    ///
+    /// The Redis call itself runs on (bounded by the store's call timeout, on a task
+    /// of the current Tokio runtime): an answer that comes after `deadline` is
+    /// reported to the engine on the next [`ClientStore::sync`], and a grant then
+    /// ends the fallback the failed ask began.
     pub async fn lease(
         &self,
         ask: LeaseAsk,
@@ -80,20 +103,52 @@ impl ClientStore {
         deadline: tokio::time::Instant,
     ) -> LeaseAnswer {
         let asked = now();
-        let reply = self.reply(ask, deadline).await;
-        reply.lease_answer(asked, now())
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let this = self.clone();
+        tokio::spawn(async move {
+            let reply = this.reply(ask).await;
+            // The receiver is gone once `deadline` passed: the answer is late.
+            if let Err(reply) = tx.send(reply) {
+                this.keep_late(Late { ask, reply, asked });
+            }
+        });
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(reply)) => reply.lease_answer(asked, now()),
+            _ => LeaseAnswer::Failed,
+        }
     }
 
-    /// What Redis answers to `ask` by `deadline`.
-    async fn reply(&self, ask: LeaseAsk, deadline: tokio::time::Instant) -> StoreReply {
+    fn keep_late(&self, late: Late) {
+        let mut kept = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= KEEP_LATE {
+            kept.remove(0);
+        }
+        kept.push(late);
+    }
+
+    /// Reports the late answers kept since the last sync to `shared`'s engine.
+    fn report_late(&self, shared: &Shared, now: &impl Fn() -> Timestamp) {
+        let late = std::mem::take(&mut *self.late.lock().unwrap_or_else(PoisonError::into_inner));
+        for l in late {
+            let at = now();
+            shared.on_lease(at, &l.ask, l.reply.lease_answer(l.asked, at));
+        }
+    }
+
+    /// What Redis answers to `ask` (each Redis call bounded by the store's call
+    /// timeout).
+    async fn reply(&self, ask: LeaseAsk) -> StoreReply {
         let Some(Some(limits)) = self.limits.get(usize::from(ask.endpoint.0)) else {
             return StoreReply::Failed;
         };
         match (ask.kind, limits.tokens) {
             (LeaseKind::Requests, _) => {
-                let lease = self.store.lease(&limits.key, limits.requests, ask.want);
-                match tokio::time::timeout_at(deadline, lease).await {
-                    Ok(Ok(l)) => StoreReply::Requests {
+                match self
+                    .store
+                    .lease(&limits.key, limits.requests, ask.want)
+                    .await
+                {
+                    Ok(l) => StoreReply::Requests {
                         granted: l.requests,
                         valid_for: l.valid_for,
                         retry_in: l.retry_in,
@@ -102,28 +157,27 @@ impl ClientStore {
                 }
             }
             (LeaseKind::Tokens, Some(rate)) => {
-                let reserve = self.store.reserve_tokens(&limits.key, rate, ask.want);
-                match tokio::time::timeout_at(deadline, reserve).await {
-                    Ok(Ok(Decision::Granted { n, .. })) => StoreReply::Tokens {
+                match self.store.reserve_tokens(&limits.key, rate, ask.want).await {
+                    Ok(Decision::Granted { n, .. }) => StoreReply::Tokens {
                         granted: n,
                         per_minute: rate.per_minute,
                     },
-                    Ok(Ok(Decision::NotBefore { wait, .. })) => {
-                        StoreReply::TokensNotBefore { wait }
-                    }
-                    _ => StoreReply::Failed,
+                    Ok(Decision::NotBefore { wait, .. }) => StoreReply::TokensNotBefore { wait },
+                    Err(_) => StoreReply::Failed,
                 }
             }
             (LeaseKind::Tokens, None) => StoreReply::Failed,
         }
     }
 
-    /// Settles ended token leases, then writes what the client learned of its keys
+    /// Reports the lease answers that came after their deadline, settles ended token
+    /// leases, then writes what the client learned of its keys
     /// and breakers and reads back the state of every shared breaker (one `GET` and
     /// `PTTL` each) and every key (one pipeline per endpoint). A failed
     /// Redis call skips its part: the next round tries again (a settle is lost: the
     /// bucket keeps the charge, the conservative side).
     pub async fn sync(&self, shared: &Shared, now: impl Fn() -> Timestamp) {
+        self.report_late(shared, &now);
         for settle in shared.take_token_settles() {
             self.settle(settle).await;
         }

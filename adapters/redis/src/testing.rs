@@ -188,6 +188,28 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
+/// Keeps the Redis on `port` busy for `span`: a script that spins, so that every
+/// other client's commands wait behind it. The script is sent before this returns;
+/// join the handle to wait for its end.
+pub fn stall(port: u16, span: Duration) -> std::thread::JoinHandle<()> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis");
+    let micros = span.as_micros();
+    let script = format!(
+        "local t = redis.call('TIME') local e = t[1] * 1000000 + t[2] + {micros} \
+         repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= e return 1"
+    );
+    let command = format!(
+        "*3\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n0\r\n",
+        script.len()
+    );
+    s.write_all(command.as_bytes()).expect("send the script");
+    std::thread::spawn(move || {
+        let _ = s.set_read_timeout(Some(span.saturating_mul(10)));
+        let mut reply = [0u8; 8];
+        let _ = s.read(&mut reply);
+    })
+}
+
 /// Whether a Redis on `port` answers `PING`.
 pub fn ping(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {

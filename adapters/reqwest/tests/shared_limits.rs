@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use steadfast_mock::{MockConfig, MockServer};
-use steadfast_redis::testing::{Redis, Server, bucket_policy, mock_endpoint, store, unique_prefix};
+use steadfast_redis::testing::{
+    Redis, Server, bucket_policy, mock_endpoint, stall, store, unique_prefix,
+};
 use steadfast_reqwest::{Client, EndpointDef, FailMode, GiveUpReason, Policy, Provider};
 
 const CLIENTS: usize = 4;
@@ -386,4 +388,44 @@ async fn a_breaker_one_client_opened_keeps_the_other_from_sending_until_its_prob
         resumed && resumed_alone,
         "both serve again after the outage"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_from_a_slow_redis_ends_the_fallback() {
+    // A Redis of its own: stalling it must not stall the other tests' asks.
+    let redis = Server::start();
+    let server = bucket();
+    let mut p = policy(FailMode::Open);
+    p.shared.fallback_for = Duration::from_secs(60);
+    let c = client(&server, p, 40, Some((&redis.url(), &unique_prefix("late"))));
+    // Redis busy for 600 ms, past the 250 ms ask timeout: the first call's ask fails
+    // and the call goes on the local limits (fail open). A lost race (the ask got in
+    // before the script) is tried again.
+    for _ in 0..3 {
+        let busy = stall(redis.port, Duration::from_millis(600));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(c.chat(ask(0)).await.is_ok(), "fail open: the call succeeds");
+        let _ = busy.join();
+        if c.metrics().shared_fallbacks > 0 {
+            break;
+        }
+    }
+    assert_eq!(c.metrics().shared_fallbacks, 1, "one ask timed out");
+    // Its answer came late; the next key sync reports it, and the grant ends the
+    // fallback long before its 60 s are up.
+    let guard = Instant::now() + Duration::from_secs(20);
+    let mut calls = 1;
+    while c.metrics().shared_resumed == 0 {
+        assert!(Instant::now() < guard, "sharing resumes on the late grant");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(c.chat(ask(calls)).await.is_ok());
+        calls += 1;
+    }
+    let m = c.metrics();
+    println!(
+        "late answer: {} fallback, resumed after {calls} calls, {} requests",
+        m.shared_fallbacks,
+        server.stats().total_requests
+    );
+    assert_eq!(m.shared_fallbacks, 1, "no second failure");
 }

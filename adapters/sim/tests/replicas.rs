@@ -244,15 +244,25 @@ fn a_store_slower_than_the_ask_timeout_falls_back_to_the_local_limits() {
     let s = r.replicas.as_ref().expect("section");
     println!("seed {seed}: {}", figures(Sharing::Leased, &r));
     assert!(s.store_failures > 0, "seed {seed}: asks time out at 250 ms");
-    assert_eq!(s.leased, 0, "seed {seed}: no answer came back in time");
     assert!(
-        s.fallback_admissions >= r.upstream_requests,
-        "seed {seed}: fail open admits every request on the local limits"
+        s.fallback_admissions > 0,
+        "seed {seed}: fail open admits on the local limits until an answer comes"
+    );
+    assert!(
+        s.leased > 0,
+        "seed {seed}: the late grants end the fallbacks and are spent"
     );
     let (_, local) = report(Sharing::Local, seed);
+    println!("seed {seed}: {}", figures(Sharing::Local, &local));
+    let alone = local.replicas.as_ref().map_or(0, |l| l.throttled);
     assert!(
-        s.throttled > 0 && local.replicas.as_ref().is_some_and(|l| l.throttled > 0),
-        "seed {seed}: on local limits alone the replicas overrun the key"
+        s.throttled > 0 && alone > 0,
+        "seed {seed}: on local limits the replicas overrun the key"
+    );
+    assert!(
+        s.throttled < alone && r.succeeded >= local.succeeded,
+        "seed {seed}: a slow store still beats none ({} vs {alone} 429s)",
+        s.throttled
     );
 }
 

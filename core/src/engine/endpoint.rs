@@ -95,6 +95,22 @@ impl EndpointState {
         }
     }
 
+    /// For a slot its shared limit's fallback admitted, come due at `now`: whether it
+    /// may go. Still on the fallback (or not sharing), it goes; after sharing resumed,
+    /// only on a lease, which it then spends.
+    pub fn covers_resumed(&mut self, now: Timestamp, tokens: u64) -> bool {
+        let Some(q) = self.shared.as_mut().filter(|q| !q.on_fallback(now)) else {
+            return true;
+        };
+        let go = q.check(now, tokens) == QuotaCheck::Go;
+        if go {
+            q.spend(now, tokens);
+        } else {
+            q.withdraw_fallback_admission();
+        }
+        go
+    }
+
     /// Spends a shared request and `tokens` shared tokens for an admission at `now`.
     pub fn spend_shared(&mut self, now: Timestamp, tokens: u64) {
         if let Some(q) = self.shared.as_mut() {

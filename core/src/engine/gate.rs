@@ -125,6 +125,7 @@ impl Gate for Engine {
                     span: query.span,
                     reclaim_at: reclaim_at(now, query.span),
                     first: false,
+                    fallback: false,
                 };
                 return Admit::Go(self.issue(entry));
             }
@@ -153,13 +154,16 @@ impl Gate for Engine {
         );
         let entry = self.ledger.get_mut(grant.ticket)?;
         let s = self.endpoints.get_mut(usize::from(endpoint.0))?;
-        let permit = usable.then(|| s.breaker.permit(now));
+        // A slot the shared limit's fallback admitted needs a lease if sharing resumed
+        // while it waited (the store did not count it).
+        let covered = !entry.fallback || s.covers_resumed(now, entry.tokens);
+        let permit = (usable && covered).then(|| s.breaker.permit(now));
         let probe = match permit {
             Some(Permit::Allow) => None,
             Some(Permit::Probe) => Some(s.breaker.probe_period()),
-            // While the call waited for its slot, the breaker opened, or another call's
-            // answer cooled or disabled the key: the slot is given back and the call
-            // asks again.
+            // While the call waited for its slot, the breaker opened, another call's
+            // answer cooled or disabled the key, or sharing resumed with no lease for
+            // it: the slot is given back and the call asks again.
             Some(Permit::Deny { .. }) | None => {
                 s.limiter.on_finish(now, entry.tokens, None);
                 let _ = self.ledger.take(grant.ticket);
@@ -298,6 +302,7 @@ impl Engine {
         let Some(at) = s.limiter.reserve(now, at, query.tokens) else {
             return busy;
         };
+        let fallback = s.shared.as_ref().is_some_and(|q| q.on_fallback(at));
         s.spend_shared(at, query.tokens);
         let charge = s
             .server_mut(target.key)
@@ -314,6 +319,7 @@ impl Engine {
             span: query.span,
             reclaim_at: reclaim_at(at, query.span),
             first: query.attempt == 1,
+            fallback,
         };
         Admit::At(self.issue(entry), at)
     }

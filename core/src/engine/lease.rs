@@ -2,12 +2,14 @@
 //! takes to the store, and the answers it brings back.
 
 use crate::ids::{EndpointId, Target};
+use crate::limiter::Limiter;
 use crate::pool::{DisableReason, KeyState};
 use crate::shared::breakers::{BreakerPublish, Known, SharedOpen, store_open_until};
 use crate::shared::keys::{KeyPublish, SharedKeyState};
-use crate::shared::{LeaseAnswer, LeaseAsk, SharedCounters, SharedEvent, TokenSettle};
+use crate::shared::{FailMode, LeaseAnswer, LeaseAsk, SharedCounters, SharedEvent, TokenSettle};
 use crate::time::Timestamp;
 
+use super::endpoint::EndpointState;
 use super::{Engine, EngineEvent};
 
 impl Engine {
@@ -18,15 +20,12 @@ impl Engine {
         let now = self.clock.observe(now);
         let mut found = None;
         for (i, s) in self.endpoints.iter_mut().enumerate() {
-            let Some(q) = s.shared.as_mut() else {
-                continue;
-            };
             let endpoint = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
-            if let Some(ev) = q.handle_timeout(now, endpoint) {
+            if let Some(ev) = shared_timeout(s, now, endpoint) {
                 self.events.push(EngineEvent::Shared(ev));
             }
             if found.is_none() {
-                found = q.poll_ask(now, endpoint);
+                found = s.shared.as_mut().and_then(|q| q.poll_ask(now, endpoint));
             }
         }
         found
@@ -36,14 +35,14 @@ impl Engine {
     /// of an endpoint without a shared limit) changes nothing.
     pub fn handle_lease(&mut self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
         let now = self.clock.observe(now);
-        let Some(q) = self
-            .endpoints
-            .get_mut(usize::from(ask.endpoint.0))
-            .and_then(|s| s.shared.as_mut())
-        else {
+        let Some(s) = self.endpoints.get_mut(usize::from(ask.endpoint.0)) else {
+            return;
+        };
+        let Some(q) = s.shared.as_mut() else {
             return;
         };
         if let Some(ev) = q.handle_answer(now, ask.endpoint, ask.ticket, answer) {
+            drain_on_open_fallback(&mut s.limiter, now, &ev);
             self.events.push(EngineEvent::Shared(ev));
         }
     }
@@ -69,6 +68,30 @@ impl Engine {
         self.state(endpoint)
             .and_then(|s| s.shared.as_ref())
             .is_some_and(|q| q.on_fallback(now))
+    }
+}
+
+/// `s`'s shared limit brought up to `now` (an ask past its timeout fails, an expired
+/// token lease is settled): the event it caused.
+pub(super) fn shared_timeout(
+    s: &mut EndpointState,
+    now: Timestamp,
+    endpoint: EndpointId,
+) -> Option<SharedEvent> {
+    let ev = s.shared.as_mut()?.handle_timeout(now, endpoint)?;
+    drain_on_open_fallback(&mut s.limiter, now, &ev);
+    Some(ev)
+}
+
+/// A shared limit that falls back open leaves its endpoint's limiter empty (see
+/// [`crate::shared`]).
+fn drain_on_open_fallback(limiter: &mut Limiter, now: Timestamp, event: &SharedEvent) {
+    if let SharedEvent::Fallback {
+        mode: FailMode::Open,
+        ..
+    } = event
+    {
+        limiter.drain(now);
     }
 }
 

@@ -36,6 +36,9 @@ pub(crate) struct Entry {
     pub reclaim_at: Timestamp,
     /// Whether it is a call's first attempt (counted by the hedge budget when sent).
     pub first: bool,
+    /// Whether a shared limit's fallback admitted its reserved slot: if sharing
+    /// resumed before the slot came due, the slot needs a lease then.
+    pub fallback: bool,
 }
 
 #[derive(Debug, Clone)]

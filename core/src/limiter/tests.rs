@@ -856,3 +856,23 @@ mod serde_config {
         assert_eq!(cfg.period, Duration::from_secs(60));
     }
 }
+
+#[test]
+fn a_drained_limiter_earns_its_burst_again_at_the_rate() {
+    // 60 a minute, burst 10: after a drain at 5 s, one call a second, then a burst
+    // again once it has been idle long enough.
+    let mut limiter = Limiter::new(&config(Some(60), None, 1.0 / 6.0));
+    assert_eq!(limiter.acquire(secs(1), 0), Admit::Go);
+    limiter.drain(secs(5));
+    let Admit::NotBefore(next) = limiter.acquire(secs(5), 0) else {
+        panic!("nothing is available right after a drain");
+    };
+    assert!(next > secs(5) && next <= secs(7), "{next:?}");
+    assert_eq!(limiter.acquire(next, 0), Admit::Go);
+    assert!(matches!(limiter.acquire(next, 0), Admit::NotBefore(_)));
+    // Idle for a whole period: the burst is back.
+    let later = secs(70);
+    for _ in 0..10 {
+        assert_eq!(limiter.acquire(later, 0), Admit::Go);
+    }
+}

@@ -23,6 +23,9 @@ pub(super) struct Slice {
     expires: Timestamp,
     /// The outstanding ask: its ticket and when it times out.
     pub asking: Option<(u64, Timestamp)>,
+    /// The ticket of the last ask that timed out, while no newer one is out: its
+    /// answer, when it comes late, still counts (see [`Slice::answers_late`]).
+    late: Option<u64>,
     /// Units a waiting call needs (0: nothing is wanted).
     wanted: u64,
     /// The store said nothing is free before this.
@@ -74,6 +77,31 @@ impl Slice {
     pub fn answers(&mut self, ticket: u64) -> bool {
         if self.asking.map(|(t, _)| t) == Some(ticket) {
             self.asking = None;
+            self.late = None;
+            return true;
+        }
+        false
+    }
+
+    /// The outstanding ask timed out: nothing is out any more, but its answer, if it
+    /// still comes before another ask goes out, is [`Slice::answers_late`].
+    pub fn time_out(&mut self) {
+        if let Some((ticket, _)) = self.asking.take() {
+            self.late = Some(ticket);
+        }
+    }
+
+    /// The ask `ticket` was answered with a failure (a driver that gave up waiting
+    /// at its deadline says so): its real answer may still come, late.
+    pub fn await_late(&mut self, ticket: u64) {
+        self.late = Some(ticket);
+    }
+
+    /// Whether `ticket` is the ask that timed out, no newer ask being out (it is then
+    /// answered).
+    pub fn answers_late(&mut self, ticket: u64) -> bool {
+        if self.asking.is_none() && self.late == Some(ticket) {
+            self.late = None;
             return true;
         }
         false

@@ -114,12 +114,12 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
     assert_eq!(q.check(at(300), 0), QuotaCheck::Go);
     q.spend(at(300), 0);
     assert_eq!(q.counters().fallback_admissions, 1);
-    // The late answer to the timed-out ask changes nothing.
+    // A late failure of the timed-out ask changes nothing.
     assert_eq!(
-        q.handle_answer(at(400), E0, ask.ticket, granted(5, 500)),
+        q.handle_answer(at(400), E0, ask.ticket, LeaseAnswer::Failed),
         None
     );
-    assert_eq!(q.available(at(400)), 0);
+    assert!(q.on_fallback(at(400)));
     assert_eq!(q.poll_ask(at(1000), E0), None, "no ask on the fallback");
     // After it: asked again; an answer resumes sharing.
     assert_eq!(q.check(at(1250), 0), QuotaCheck::Wait(at(1251)));
@@ -133,6 +133,63 @@ fn a_lost_answer_times_out_into_the_fallback_and_sharing_resumes() {
         })
     );
     assert_eq!(q.available(at(1251)), 3);
+}
+
+#[test]
+fn a_late_grant_ends_the_fallback_unless_a_newer_ask_is_out() {
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    let _ = q.check(at(0), 0);
+    let ask = q.poll_ask(at(0), E0).expect("an ask");
+    assert!(q.handle_timeout(at(250), E0).is_some(), "timed out");
+    // The store was slow, not gone: its grant resumes sharing at once.
+    let resumed = q.handle_answer(at(400), E0, ask.ticket, granted(5, 500));
+    assert_eq!(
+        resumed,
+        Some(SharedEvent::Resumed {
+            at: at(400),
+            endpoint: E0,
+        })
+    );
+    assert!(!q.on_fallback(at(400)));
+    assert_eq!(q.available(at(400)), 5);
+    // Answered once: the same answer again changes nothing.
+    assert_eq!(
+        q.handle_answer(at(401), E0, ask.ticket, granted(5, 500)),
+        None
+    );
+    assert_eq!(q.available(at(401)), 5);
+
+    // A driver that stopped waiting at the deadline answered a failure: the store's
+    // own answer, when it comes, still counts.
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    let _ = q.check(at(0), 0);
+    let ask = q.poll_ask(at(0), E0).expect("an ask");
+    let fell = q.handle_answer(at(250), E0, ask.ticket, LeaseAnswer::Failed);
+    assert!(
+        matches!(fell, Some(SharedEvent::Fallback { .. })),
+        "{fell:?}"
+    );
+    let resumed = q.handle_answer(at(600), E0, ask.ticket, granted(4, 500));
+    assert!(
+        matches!(resumed, Some(SharedEvent::Resumed { .. })),
+        "{resumed:?}"
+    );
+    assert_eq!(q.available(at(600)), 4);
+
+    // Past the fallback a new ask is out: the old ask's answer no longer counts.
+    let mut q = SharedQuota::new(&SharedConfig::default(), None);
+    let _ = q.check(at(0), 0);
+    let old = q.poll_ask(at(0), E0).expect("an ask");
+    assert!(q.handle_timeout(at(250), E0).is_some());
+    let _ = q.check(at(1250), 0);
+    let new = q.poll_ask(at(1250), E0).expect("asked again");
+    assert_eq!(
+        q.handle_answer(at(1300), E0, old.ticket, granted(5, 500)),
+        None
+    );
+    assert_eq!(q.available(at(1300)), 0);
+    let _ = q.handle_answer(at(1301), E0, new.ticket, granted(2, 500));
+    assert_eq!(q.available(at(1301)), 2);
 }
 
 #[test]
@@ -207,14 +264,15 @@ impl Bucket {
 }
 
 /// `replicas` engines, each with `calls` calls started at 0 on one shared endpoint
-/// (local limit `per_sec`, burst `burst`), the store answering after `lag`; every
+/// (local limit `per_sec`, burst `burst`), the store answering ask `n` (0 for the
+/// first) after `lag(n)`, its lease counted from when the store decided it; every
 /// request succeeds in 10 ms. Returns the send instants and every call's finish.
 fn replicas_run(
     replicas: usize,
     calls: usize,
     per_sec: u32,
     burst: f64,
-    lag: Duration,
+    lag: &dyn Fn(usize) -> Duration,
     seed: u8,
 ) -> (Vec<Timestamp>, Vec<Finish>, Bucket) {
     let mut policy = Policy::default().without_jitter();
@@ -256,8 +314,9 @@ fn replicas_run(
             }
         })
         .collect();
-    // Asks on their way to the store: (answer instant, engine, ask).
-    let mut asks: Vec<(Timestamp, usize, LeaseAsk)> = Vec::new();
+    // Asks on their way to the store: (answer instant, engine, ask, round trip).
+    let mut asks: Vec<(Timestamp, usize, LeaseAsk, Duration)> = Vec::new();
+    let mut asked = 0;
     let mut sent = Vec::new();
     for _ in 0..200_000 {
         let next_call = slots
@@ -270,9 +329,21 @@ fn replicas_run(
             break;
         };
         if let Some(i) = asks.iter().position(|a| a.0 == now) {
-            let (_, e, ask) = asks.swap_remove(i);
-            // The store decides when the ask reaches it, half way.
-            let answer = bucket.lease(now.saturating_sub(lag / 2), ask.want);
+            let (_, e, ask, lag) = asks.swap_remove(i);
+            // The store decides when the ask reaches it, half way; the lease's time
+            // runs from there (as `StoreReply::lease_answer` counts it).
+            let answer = match bucket.lease(now.saturating_sub(lag / 2), ask.want) {
+                LeaseAnswer::Granted {
+                    requests,
+                    valid_for,
+                    retry_in,
+                } => LeaseAnswer::Granted {
+                    requests,
+                    valid_for: valid_for.saturating_sub(lag / 2),
+                    retry_in: retry_in.saturating_sub(lag / 2),
+                },
+                other => other,
+            };
             engines[e].handle_lease(now, &ask, answer);
             continue;
         }
@@ -297,7 +368,9 @@ fn replicas_run(
                 Decision::Done(f) => s.finish = Some(f),
             }
             while let Some(ask) = engine.poll_lease_ask(now) {
-                asks.push((now + lag, s.engine, ask));
+                let lag = lag(asked);
+                asked += 1;
+                asks.push((now + lag, s.engine, ask, lag));
             }
         }
     }
@@ -323,7 +396,7 @@ fn busiest(sent: &[Timestamp], window: Duration) -> usize {
 #[test]
 fn four_replicas_share_one_limit_and_lose_no_throughput() {
     // 10 requests a second, burst 20, 30 calls on each of four replicas.
-    let (sent, finishes, bucket) = replicas_run(4, 30, 10, 1.0 / 30.0, ms(1), 7);
+    let (sent, finishes, bucket) = replicas_run(4, 30, 10, 1.0 / 30.0, &|_| ms(1), 7);
     assert_eq!(finishes.len(), 120);
     assert!(
         finishes.iter().all(|f| matches!(f, Finish::Success { .. })),
@@ -342,6 +415,36 @@ fn four_replicas_share_one_limit_and_lose_no_throughput() {
     // then the rest at the rate: 100 at 10/s = 10 s).
     let last = sent.iter().max().copied().unwrap_or(Timestamp::ZERO);
     assert!(last <= at(11_000), "last request at {last:?}");
+}
+
+#[test]
+fn a_store_answering_late_costs_no_burst() {
+    // Two replicas, 10 requests a second, burst 20; the store's answer to the fifth
+    // ask comes after 400 ms, past the 250 ms ask timeout.
+    let slow = |n: usize| if n == 4 { ms(400) } else { ms(1) };
+    let (sent, finishes, bucket) = replicas_run(2, 30, 10, 1.0 / 30.0, &slow, 11);
+    assert_eq!(finishes.len(), 60);
+    assert!(
+        finishes.iter().all(|f| matches!(f, Finish::Success { .. })),
+        "seed 11"
+    );
+    // Safety: the replica that fell back admits at the limit's rate, not a burst;
+    // the late grant ends its fallback, and the slots the fallback had reserved past
+    // it wait for leases. One request went out on the fallback alone (before, a
+    // whole burst did: 52 in the busiest second).
+    let busiest_second = busiest(&sent, ms(1000));
+    assert!(
+        busiest_second <= 20 + 10 + 1,
+        "busiest second: {busiest_second}"
+    );
+    let beyond = sent.len().saturating_sub(bucket.granted.len());
+    assert!(
+        beyond <= 1,
+        "{beyond} requests beyond what the store leased"
+    );
+    // Liveness: the last request within 1.1× the ideal (40 at 10/s after the burst).
+    let last = sent.iter().max().copied().unwrap_or(Timestamp::ZERO);
+    assert!(last <= at(4_400), "last request at {last:?}");
 }
 
 #[test]
@@ -419,7 +522,7 @@ proptest! {
         lag_ms in 0u64..20,
         seed in 0u8..200,
     ) {
-        let (sent, finishes, bucket) = replicas_run(replicas, calls, 20, 0.05, ms(lag_ms), seed);
+        let (sent, finishes, bucket) = replicas_run(replicas, calls, 20, 0.05, &|_| ms(lag_ms), seed);
         prop_assert_eq!(finishes.len(), replicas * calls, "seed {}", seed);
         prop_assert!(finishes.iter().all(|f| matches!(f, Finish::Success { .. })), "seed {}", seed);
         prop_assert!(sent.len() <= bucket.granted.len(), "seed {}", seed);

@@ -284,6 +284,18 @@ fn render_client(out: &mut String, m: &MetricsSnapshot) {
     );
     counter(
         out,
+        "steadfast_shared_fallbacks_total",
+        "Times a shared limit's store failed and its endpoint went on its fallback.",
+        m.shared_fallbacks,
+    );
+    counter(
+        out,
+        "steadfast_shared_resumed_total",
+        "Times a shared limit's store answered again after a failure.",
+        m.shared_resumed,
+    );
+    counter(
+        out,
         "steadfast_stream_interruptions_total",
         "Upstream streams cut after their first event.",
         m.stream_interruptions,
