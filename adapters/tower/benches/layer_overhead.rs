@@ -103,33 +103,31 @@ impl Fixture {
         })
     }
 
-    fn bare_call(&self, n: u64) -> usize {
-        let s = &self.bare;
-        s.rt.block_on(async {
-            let call = s.service.clone().oneshot(self.factory(&s.http, n));
+    /// One call through `side`'s service, its whole body read.
+    fn call_through<S>(&self, side: &Side<S>, n: u64) -> usize
+    where
+        S: tower::Service<HttpRequestFactory, Response = reqwest::Response> + Clone,
+        S::Error: std::fmt::Debug,
+    {
+        side.rt.block_on(async {
+            let call = side.service.clone().oneshot(self.factory(&side.http, n));
             let r = call.await.expect("sent");
             r.bytes().await.expect("a body").len()
         })
     }
 
+    fn bare_call(&self, n: u64) -> usize {
+        self.call_through(&self.bare, n)
+    }
+
     fn layered_call(&self, n: u64) -> usize {
-        let s = &self.layered;
-        s.rt.block_on(async {
-            let call = s.service.clone().oneshot(self.factory(&s.http, n));
-            let r = call.await.expect("sent");
-            r.bytes().await.expect("a body").len()
-        })
+        self.call_through(&self.layered, n)
     }
 
     /// The bare call under a layer that does nothing but box the call's future: what
     /// any layer of this shape costs.
     fn boxed_bare_call(&self, n: u64) -> usize {
-        let s = &self.boxed;
-        s.rt.block_on(async {
-            let call = s.service.clone().oneshot(self.factory(&s.http, n));
-            let r = call.await.expect("sent");
-            r.bytes().await.expect("a body").len()
-        })
+        self.call_through(&self.boxed, n)
     }
 
     /// The bare call under one `tokio::time::timeout`, as the layer bounds an
