@@ -31,8 +31,10 @@ impl Engine {
         found
     }
 
-    /// The store's answer to `ask`, at `now`. An answer to an ask that timed out (or
-    /// of an endpoint without a shared limit) changes nothing.
+    /// The store's answer to `ask`, at `now`. The answer to an ask that timed out
+    /// still counts while no newer ask is out: a grant ends the fallback (see
+    /// [`SharedQuota::handle_answer`](crate::shared::SharedQuota::handle_answer)). An
+    /// answer of an endpoint without a shared limit changes nothing.
     pub fn handle_lease(&mut self, now: Timestamp, ask: &LeaseAsk, answer: LeaseAnswer) {
         let now = self.clock.observe(now);
         let Some(s) = self.endpoints.get_mut(usize::from(ask.endpoint.0)) else {
