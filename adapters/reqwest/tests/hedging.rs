@@ -88,13 +88,6 @@ async fn fifty_calls_on_a_slow_tail_with_and_without_hedging() {
     );
 }
 
-fn streaming_hedged_after(ms: u64) -> Policy {
-    let mut p = Policy::streaming();
-    p.hedge = steadfast_core::hedge::HedgeConfig::after(std::time::Duration::from_millis(ms))
-        .with_budget(1.0);
-    p
-}
-
 fn stream_client(server: &MockServer, policy: Policy) -> Client {
     Client::builder()
         .endpoint(EndpointDef::new(
@@ -114,7 +107,7 @@ fn stream_client(server: &MockServer, policy: Policy) -> Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_stream_is_hedged_before_its_first_event() {
     let server = scripted::hedgeable(0x51, 0, vec![Fault::Latency { ms: 3_000 }]);
-    let client = stream_client(&server, streaming_hedged_after(200));
+    let client = stream_client(&server, scripted::hedged_after(Policy::streaming(), 200));
     let ask =
         json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
     let events = client.stream(&ask).await.expect("the hedge streams");
@@ -140,7 +133,7 @@ async fn a_stream_is_never_hedged_after_its_first_event() {
     let server = scripted::hedgeable(0x52, 150, Vec::new());
     let ask =
         json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]});
-    let client = stream_client(&server, streaming_hedged_after(50));
+    let client = stream_client(&server, scripted::hedged_after(Policy::streaming(), 50));
     let events = client
         .stream(&ask)
         .await

@@ -3,20 +3,12 @@
 //! event, with the call's idempotency key; a stream whose first event came is never
 //! hedged. Counts are asserted, never times.
 
-use std::time::Duration;
-
 use serde_json::json;
-use steadfast_core::hedge::HedgeConfig;
 use steadfast_mock::{Fault, MockServer};
 use steadfast_ureq::{Client, EndpointDef, Policy, Provider};
 
 #[path = "../../reqwest/tests/support/scripted.rs"]
 mod scripted;
-
-fn hedged_after(mut p: Policy, ms: u64) -> Policy {
-    p.hedge = HedgeConfig::after(Duration::from_millis(ms)).with_budget(1.0);
-    p
-}
 
 fn client(server: &MockServer, policy: Policy) -> Client {
     Client::builder()
@@ -46,7 +38,7 @@ fn one_key_twice(server: &MockServer) {
 #[test]
 fn a_held_call_is_hedged_and_the_hedge_answers() {
     let server = scripted::hedgeable(0x61, 0, vec![Fault::Latency { ms: 3_000 }]);
-    let c = client(&server, hedged_after(Policy::default(), 100));
+    let c = client(&server, scripted::hedged_after(Policy::default(), 100));
     let reply = c.chat(ask()).expect("the hedge answers");
     assert_eq!(reply.attempts, 2);
     let m = c.metrics();
@@ -61,7 +53,7 @@ fn a_held_call_is_hedged_and_the_hedge_answers() {
 #[test]
 fn a_held_stream_is_hedged_before_its_first_event() {
     let server = scripted::hedgeable(0x62, 0, vec![Fault::Latency { ms: 3_000 }]);
-    let c = client(&server, hedged_after(Policy::streaming(), 100));
+    let c = client(&server, scripted::hedged_after(Policy::streaming(), 100));
     let events: Vec<_> = c
         .stream(ask())
         .expect("the hedge streams")
@@ -80,7 +72,7 @@ fn a_held_stream_is_hedged_before_its_first_event() {
 #[test]
 fn a_stream_is_never_hedged_after_its_first_event() {
     let server = scripted::hedgeable(0x63, 100, Vec::new());
-    let c = client(&server, hedged_after(Policy::streaming(), 50));
+    let c = client(&server, scripted::hedged_after(Policy::streaming(), 50));
     let events: Vec<_> = c
         .stream(ask())
         .expect("a stream")

@@ -1,8 +1,19 @@
 //! The mock that answers a script of faults first and then as the `ok` scenario does,
-//! and one for hedging. Shared by the reqwest and ureq suites.
+//! and one for hedging, with the policy that hedges on it. Shared by the reqwest and
+//! ureq suites.
 #![allow(dead_code)]
 
+use std::time::Duration;
+
+use steadfast_core::hedge::HedgeConfig;
+use steadfast_core::policy::Policy;
 use steadfast_mock::{Fault, MockConfig, MockServer, Scenario};
+
+/// `p` hedging an attempt still unanswered after `ms`, with a budget for every call.
+pub fn hedged_after(mut p: Policy, ms: u64) -> Policy {
+    p.hedge = HedgeConfig::after(Duration::from_millis(ms)).with_budget(1.0);
+    p
+}
 
 /// The mock with `seed` (printed), answering `script` first.
 pub fn mock(seed: u64, script: Vec<Fault>) -> MockServer {
