@@ -428,4 +428,8 @@ async fn a_late_answer_from_a_slow_redis_ends_the_fallback() {
         server.stats().total_requests
     );
     assert_eq!(m.shared_fallbacks, 1, "no second failure");
+    // The fallback's calls went at the local rate, within the key's limit.
+    let stats = server.stats();
+    assert_eq!(stats.status(429), 0, "no request over the key's limit");
+    assert_eq!(stats.early, 0, "no request before the server's hint");
 }
