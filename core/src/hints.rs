@@ -294,22 +294,56 @@ const ANTHROPIC_KINDS: [&[u8]; 4] = [b"requests", b"tokens", b"input-tokens", b"
 
 /// The first valid value of each header, gathered in one pass over the headers.
 #[derive(Default)]
-struct Raw {
+struct Raw<'h> {
     retry_after_ms: Option<Duration>,
     retry_after: Option<RetryAt>,
-    date: Option<u64>,
+    date: DateSlot<'h>,
     should_retry: Option<bool>,
     windows: [RawWindow; 6],
 }
 
-impl Raw {
-    fn take(&mut self, name: &[u8], value: &[u8], now: u64) {
+/// The first valid `Date`, parsed only when a hint is measured from it (most responses
+/// carry one and need none).
+#[derive(Default, Clone, Copy)]
+enum DateSlot<'h> {
+    #[default]
+    None,
+    /// The first `Date` seen, not parsed yet.
+    Unread(&'h [u8]),
+    /// The first valid one, parsed.
+    Read(u64),
+}
+
+impl<'h> DateSlot<'h> {
+    /// Another `Date` header: the first one stands if it is valid.
+    fn take(&mut self, value: &'h [u8], now: u64) {
+        *self = match *self {
+            DateSlot::None => DateSlot::Unread(value),
+            DateSlot::Unread(first) => match parse_http_date_at(first, now) {
+                Some(at) => DateSlot::Read(at),
+                None => DateSlot::Unread(value),
+            },
+            read @ DateSlot::Read(_) => read,
+        };
+    }
+
+    fn resolve(self, now: u64) -> Option<u64> {
+        match self {
+            DateSlot::None => None,
+            DateSlot::Unread(value) => parse_http_date_at(value, now),
+            DateSlot::Read(at) => Some(at),
+        }
+    }
+}
+
+impl<'h> Raw<'h> {
+    fn take(&mut self, name: &[u8], value: &'h [u8], now: u64) {
         if name.eq_ignore_ascii_case(b"retry-after-ms") {
             first(&mut self.retry_after_ms, || parse_retry_after_ms(value));
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             first(&mut self.retry_after, || retry_after(value, now));
         } else if name.eq_ignore_ascii_case(b"date") {
-            first(&mut self.date, || parse_http_date_at(value, now));
+            self.date.take(value, now);
         } else if name.eq_ignore_ascii_case(b"x-should-retry") {
             let parse = || match_ci(trim(value), &[b"false", b"true"]).map(|i| i == 1);
             first(&mut self.should_retry, parse);
@@ -344,7 +378,10 @@ impl Raw {
     }
 
     fn resolve(&self, wall_now_unix: u64) -> Hints {
-        let anchor = self.date.unwrap_or(wall_now_unix);
+        let dated = matches!(self.retry_after, Some(RetryAt::At(_)))
+            || self.windows.iter().any(|w| w.reset_at.is_some());
+        let date = dated.then(|| self.date.resolve(wall_now_unix)).flatten();
+        let anchor = date.unwrap_or(wall_now_unix);
         let window = |i: usize| {
             let raw = self.windows.get(i).copied().unwrap_or_default();
             RateWindow {

@@ -93,12 +93,16 @@ impl LimitedBody {
 /// bytes for the prompt, plus the completion budget it asks for (`max_tokens` or
 /// `max_completion_tokens`).
 pub fn estimate_tokens(request: &Value, body_len: usize) -> u64 {
-    let prompt = (body_len as u64).div_ceil(4);
     let completion = ["max_tokens", "max_completion_tokens"]
         .iter()
-        .find_map(|k| request.get(k).and_then(Value::as_u64))
-        .unwrap_or(0);
-    prompt.saturating_add(completion)
+        .find_map(|k| request.get(k).and_then(Value::as_u64));
+    estimate_from(body_len, completion)
+}
+
+/// [`estimate_tokens`] from the body's length and its completion cap.
+pub(crate) fn estimate_from(body_len: usize, completion: Option<u64>) -> u64 {
+    let prompt = (body_len as u64).div_ceil(4);
+    prompt.saturating_add(completion.unwrap_or(0))
 }
 
 /// Tokens a success body reports: `usage.total_tokens` (OpenAI) or

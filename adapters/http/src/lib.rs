@@ -77,6 +77,7 @@ mod options;
 pub mod outcome;
 mod peek;
 mod provider;
+mod raw_request;
 mod reply;
 mod session;
 mod shared;
@@ -99,6 +100,7 @@ pub use provider::{
     ANTHROPIC_VERSION, ANTHROPIC_VERSION_VALUE, IDEMPOTENCY_KEY, Provider, ProviderExt,
     UnknownProvider, X_API_KEY,
 };
+pub use raw_request::{RawRequest, RawRequestError, RequestRef};
 pub use reply::{Reply, ServedBy, TokenUsage};
 pub use session::{Outgoing, Session, Started, Step};
 pub use shared::{Setup, Shared};

@@ -1,106 +1,267 @@
 //! A whole answer read only for what a session needs of it when the face passes the
 //! bytes on as they came (see [`crate::Session::passing_through`]): whether it is JSON,
-//! and its `model` and `usage`. Every other value is checked as JSON and skipped, not
-//! built, so the answer is neither parsed into a [`Value`] nor dropped as one.
+//! and its `model` and `usage` counts. Every other value is checked as JSON and
+//! skipped, not built, so the answer is neither parsed into a [`Value`] nor dropped as
+//! one. The readers here also serve [`crate::RawRequest`].
 
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-/// The body's `model` and `usage`, as a JSON object holding only those (empty when
-/// the body is not an object, or has neither); `None` when the body is not JSON.
+/// The body's `model` and `usage` counts, as a JSON object holding only those (empty
+/// when the body is not an object, or has neither); `None` when the body is not JSON.
 pub(crate) fn peek(body: &[u8]) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let peeked = de.deserialize_any(Peek).ok()?;
-    de.end().ok()?;
-    Some(Value::Object(peeked))
+    let peeked = read_whole(body, ObjectOrNone(Peek)).ok()?;
+    Some(Value::Object(peeked.unwrap_or_default()))
 }
 
-/// Any JSON value: an object yields its `model` and `usage`, anything else nothing.
-struct Peek;
-
-impl<'de> Visitor<'de> for Peek {
-    type Value = Map<String, Value>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut kept = Map::new();
-        while let Some(key) = map.next_key::<KeyOf>()? {
-            match key {
-                KeyOf::Kept(name) => {
-                    let value: Value = map.next_value()?;
-                    kept.insert(name.to_owned(), value);
-                }
-                KeyOf::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(kept)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Map::new())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Map::new())
-    }
-}
-
-/// A key of the top-level object: one of those kept, or another.
-enum KeyOf {
-    Kept(&'static str),
-    Other,
+/// Reads all of `text` as one JSON value with `seed`.
+pub(crate) fn read_whole<'de, S: DeserializeSeed<'de>>(
+    text: &'de [u8],
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let value = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 /// The top-level keys a session reads of a passed-through answer.
 const KEPT: [&str; 2] = ["model", "usage"];
 
-impl<'de> de::Deserialize<'de> for KeyOf {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyOf, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = KeyOf;
+/// The counts of a `usage` object that [`crate::reply::usage_of`] reads.
+const COUNTS: [&str; 5] = [
+    "prompt_tokens",
+    "input_tokens",
+    "completion_tokens",
+    "output_tokens",
+    "total_tokens",
+];
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
+/// An answer's `model` (a string) and `usage` (its counts).
+struct Peek;
 
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<KeyOf, E> {
-                Ok(KEPT
-                    .into_iter()
-                    .find(|k| *k == key)
-                    .map_or(KeyOf::Other, KeyOf::Kept))
-            }
+impl<'de> ObjectReader<'de> for Peek {
+    type Out = Map<String, Value>;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut kept = Map::new();
+        while let Some(key) = map.next_key_seed(KeyIn(&KEPT))? {
+            let (name, value) = match key {
+                Some(name @ "model") => (
+                    name,
+                    map.next_value_seed(ScalarSeed)?
+                        .into_string()
+                        .map(Value::String),
+                ),
+                Some(name) => (
+                    name,
+                    map.next_value_seed(ObjectOrNone(Usage))?.map(Value::Object),
+                ),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            set_last(&mut kept, name, value);
         }
-        d.deserialize_str(KeyVisitor)
+        Ok(kept)
+    }
+}
+
+/// A `usage` object's counts (non-negative integers).
+struct Usage;
+
+impl<'de> ObjectReader<'de> for Usage {
+    type Out = Map<String, Value>;
+
+    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut counts = Map::new();
+        while let Some(key) = map.next_key_seed(KeyIn(&COUNTS))? {
+            let Some(name) = key else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let n = map.next_value_seed(ScalarSeed)?.as_u64();
+            set_last(&mut counts, name, n.map(Value::from));
+        }
+        Ok(counts)
+    }
+}
+
+/// A key given twice counts as its last value, as in a parsed [`Value`]: `value`
+/// replaces what `name` held, and `None` (a value not kept) removes it.
+fn set_last(map: &mut Map<String, Value>, name: &str, value: Option<Value>) {
+    match value {
+        Some(v) => map.insert(name.to_owned(), v),
+        None => map.remove(name),
+    };
+}
+
+/// What an [`ObjectOrNone`] reads of an object.
+pub(crate) trait ObjectReader<'de> {
+    /// What it reads.
+    type Out;
+    /// Reads the object's entries.
+    fn read<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
+}
+
+/// Any JSON value: an object read by the reader, anything else `None` (checked and
+/// skipped).
+pub(crate) struct ObjectOrNone<R>(pub R);
+
+impl<'de, R: ObjectReader<'de>> DeserializeSeed<'de> for ObjectOrNone<R> {
+    type Value = Option<R::Out>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, R: ObjectReader<'de>> Visitor<'de> for ObjectOrNone<R> {
+    type Value = Option<R::Out>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.0.read(map).map(Some)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// A value as far as the policy reads one: a string, a boolean, a non-negative
+/// integer, or something else (checked and skipped, not built).
+pub(crate) enum Scalar {
+    Str(String),
+    Bool(bool),
+    U64(u64),
+    Other,
+}
+
+impl Scalar {
+    /// The string, when it is one.
+    pub(crate) fn into_string(self) -> Option<String> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The integer, when it is a non-negative one ([`Value::as_u64`]).
+    pub(crate) fn as_u64(&self) -> Option<u64> {
+        match self {
+            Scalar::U64(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a [`Scalar`].
+pub(crate) struct ScalarSeed;
+
+impl<'de> DeserializeSeed<'de> for ScalarSeed {
+    type Value = Scalar;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ScalarSeed {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(s.to_owned()))
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Bool(b))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Scalar, E> {
+        Ok(Scalar::U64(n))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+}
+
+/// Reads an object key as the one of these names it is (`None`: another key), without
+/// keeping its text.
+pub(crate) struct KeyIn(pub &'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for KeyIn {
+    type Value = Option<&'static str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyIn {
+    type Value = Option<&'static str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().copied().find(|k| *k == key))
     }
 }
 
@@ -119,6 +280,11 @@ mod tests {
             Some(json!({"model": "m2", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}))
         );
         assert_eq!(peek(b"[1, {\"model\": 1}]"), Some(json!({})));
+        let odd = br#"{"model":1,"usage":{"total_tokens":3,"prompt_tokens":-1,
+                        "prompt_tokens_details":{"cached_tokens":1}},"x":{"model":"y"}}"#;
+        assert_eq!(peek(odd), Some(json!({"usage": {"total_tokens": 3}})));
+        let last = br#"{"model":"a","usage":{"total_tokens":3},"model":null,"usage":7}"#;
+        assert_eq!(peek(last), Some(json!({})));
         assert_eq!(peek(b" \"text\" "), Some(json!({})));
         assert_eq!(peek(b"null"), Some(json!({})));
         for bad in [

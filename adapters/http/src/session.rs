@@ -26,6 +26,7 @@ use crate::metrics::CallTally;
 use crate::options::CallOptions;
 use crate::outcome::{self, is_payload};
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
+use crate::raw_request::RequestRef;
 use crate::reply::Reply;
 use crate::shared::Shared;
 use crate::stream::EventReader;
@@ -101,7 +102,7 @@ struct Last<E> {
 pub struct Session<'c, E> {
     shared: &'c Shared,
     call: Call,
-    request: &'c Value,
+    request: RequestRef<'c>,
     stream: bool,
     business_id: Option<&'c [u8]>,
     /// The call's own retry rules, when it changes the client's.
@@ -155,7 +156,7 @@ impl<'c, E> Session<'c, E> {
         shared: &'c Shared,
         now: Timestamp,
         business_id: Option<&'c [u8]>,
-        request: &'c Value,
+        request: impl Into<RequestRef<'c>>,
         stream: bool,
     ) -> Session<'c, E> {
         let opening = Opening {
@@ -165,7 +166,7 @@ impl<'c, E> Session<'c, E> {
             only: None,
             shape: None,
         };
-        Session::start(shared, now, request, stream, opening)
+        Session::start(shared, now, request.into(), stream, opening)
     }
 
     /// Starts a call of `request` with the caller's [`CallOptions`]: its own
@@ -176,7 +177,7 @@ impl<'c, E> Session<'c, E> {
     pub fn with_options(
         shared: &'c Shared,
         now: Timestamp,
-        request: &'c Value,
+        request: impl Into<RequestRef<'c>>,
         stream: bool,
         options: &'c CallOptions,
     ) -> Session<'c, E> {
@@ -189,7 +190,7 @@ impl<'c, E> Session<'c, E> {
             only: options.endpoints,
             shape: options.shape,
         };
-        let mut s = Session::start(shared, now, request, stream, opening);
+        let mut s = Session::start(shared, now, request.into(), stream, opening);
         if let Some(e) = invalid {
             s.refused = Some(RequestError::Options(e));
         }
@@ -199,7 +200,7 @@ impl<'c, E> Session<'c, E> {
     fn start(
         shared: &'c Shared,
         now: Timestamp,
-        request: &'c Value,
+        request: RequestRef<'c>,
         stream: bool,
         opening: Opening<'c>,
     ) -> Session<'c, E> {
@@ -250,8 +251,8 @@ impl<'c, E> Session<'c, E> {
         };
         if let Some(shape) = shape.filter(|&p| shared.translates(only, p)) {
             let other = match shape {
-                Provider::OpenAi => chat::to_anthropic(request),
-                Provider::Anthropic => chat::from_anthropic_request(request),
+                Provider::OpenAi => chat::to_anthropic(request.value()),
+                Provider::Anthropic => chat::from_anthropic_request(request.value()),
             };
             match other {
                 Ok(body) => s.translated = Some(body),
@@ -472,24 +473,23 @@ impl<'c, E> Session<'c, E> {
             None => ("", HeaderMap::new(), None),
         };
         let mut buf = [0u8; 36];
-        if let Ok(v) = HeaderValue::from_str(attempt.idempotency_key.as_str(&mut buf)) {
-            headers.insert(IDEMPOTENCY_KEY, v);
-        }
+        match HeaderValue::from_str(attempt.idempotency_key.as_str(&mut buf)) {
+            Ok(v) => headers.insert(IDEMPOTENCY_KEY, v),
+            Err(_) => headers.remove(IDEMPOTENCY_KEY),
+        };
         for (name, value) in &self.extra {
             if !headers.contains_key(name) {
                 headers.append(name, value.clone());
             }
         }
         let request = match &self.translated {
-            Some(t) if self.translates_for(attempt.target.endpoint) => t,
+            Some(t) if self.translates_for(attempt.target.endpoint) => RequestRef::Value(t),
             _ => self.request,
         };
         let body = match self.bodies.get_mut(e) {
             Some(Some(b)) => b.clone(),
-            Some(slot) => slot
-                .insert(body::prepare(request, model, self.stream))
-                .clone(),
-            None => body::prepare(request, model, self.stream),
+            Some(slot) => slot.insert(request.body_for(model, self.stream)).clone(),
+            None => request.body_for(model, self.stream),
         };
         Outgoing {
             attempt,
@@ -618,7 +618,7 @@ impl<'c, E> Session<'c, E> {
         if endpoint.is_some_and(|e| self.translates_for(e)) {
             reader = match self.shape {
                 Some(Provider::Anthropic) => reader.translating_to_anthropic(),
-                _ => reader.translating(now.wall_unix, chat::wants_usage(self.request)),
+                _ => reader.translating(now.wall_unix, chat::wants_usage(self.request.value())),
             };
         }
         reader.with_metrics(Arc::clone(&self.shared.metrics))
@@ -746,7 +746,7 @@ impl<'c, E> Session<'c, E> {
 
 /// How a session starts a call: the primary one, or a fallback endpoint's.
 struct Start<'a> {
-    request: &'a Value,
+    request: RequestRef<'a>,
     stream: bool,
     business_id: Option<&'a [u8]>,
     retry: Option<&'a RetryConfig>,
@@ -783,8 +783,7 @@ impl Start<'_> {
             call = call.restricted_to_set(only);
         }
         if shared.estimate_tokens {
-            let len = body::prepare(self.request, None, self.stream).len();
-            call = call.with_tokens(body::estimate_tokens(self.request, len));
+            call = call.with_tokens(self.request.estimate_tokens(self.stream));
         }
         call
     }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use steadfast_core::engine::{Engine, EngineEvent};
 use steadfast_core::idempotency::{Begin, IdempotencyKey, IdempotencyStore, MemoryStore};
@@ -21,7 +21,7 @@ use crate::error::{DEFAULT_MAX_BODY, SetupError};
 use crate::fallback::{Degraded, Fallback, FallbackKind};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::options::RetryOverrides;
-use crate::provider::{Provider, ProviderExt};
+use crate::provider::{IDEMPOTENCY_KEY, Provider, ProviderExt};
 use crate::reply::{Reply, ServedBy};
 use crate::telemetry::{Telemetry, TelemetryConfig};
 
@@ -93,7 +93,8 @@ pub(crate) struct EndpointSlot {
     pub provider: Provider,
     pub model: Option<String>,
     pub url: String,
-    /// Per key: content type, auth (marked sensitive) and version headers.
+    /// Per key: content type, auth (marked sensitive) and version headers, and a
+    /// placeholder `Idempotency-Key` that each attempt's replaces.
     pub headers: Vec<HeaderMap>,
     /// Whether its breaker's "open until" is shared through the store.
     share_breaker: bool,
@@ -517,6 +518,10 @@ fn take_events(engine: &mut Engine, batch: &mut [Option<EngineEvent>; EVENT_BATC
     true
 }
 
+/// What holds the `Idempotency-Key`'s place in an endpoint's prepared headers (never
+/// sent: each attempt's key replaces it).
+const KEY_PLACEHOLDER: &str = "00000000-0000-0000-0000-000000000000";
+
 impl EndpointSlot {
     /// Endpoint `e` with every key's headers prepared.
     fn new(e: usize, def: EndpointDef, name: String) -> Result<EndpointSlot, SetupError> {
@@ -525,12 +530,17 @@ impl EndpointSlot {
             .iter()
             .enumerate()
             .map(|(k, key)| {
-                def.provider
+                let mut h = def
+                    .provider
                     .headers(key)
                     .map_err(|_| SetupError::InvalidKey {
                         endpoint: e,
                         key: k,
-                    })
+                    })?;
+                // Its place, so that each attempt's key replaces it in the copy instead
+                // of growing it.
+                h.insert(IDEMPOTENCY_KEY, HeaderValue::from_static(KEY_PLACEHOLDER));
+                Ok::<_, SetupError>(h)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(EndpointSlot {

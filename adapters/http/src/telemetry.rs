@@ -45,6 +45,7 @@ use steadfast_core::time::Timestamp;
 
 use crate::error::{CallError, Interruption};
 use crate::fallback::FallbackKind;
+use crate::raw_request::RequestRef;
 use crate::reply::Reply;
 use crate::session::{Session, Started};
 use crate::shared::{EndpointSlot, Shared};
@@ -156,15 +157,15 @@ impl CallTrace {
     /// A call of `request` (a stream when `stream`) starting at `now`.
     pub(crate) fn start(
         shared: &Shared,
-        request: &Value,
+        request: RequestRef<'_>,
         stream: bool,
         now: Timestamp,
     ) -> CallTrace {
-        let request_model = ACTIVE
-            .then(|| request.get("model").and_then(Value::as_str))
-            .flatten()
-            .map(str::to_owned);
-        let prompt = shared.telemetry.record_prompts.then(|| prompt_of(request));
+        let request_model = ACTIVE.then(|| request.model()).flatten().map(str::to_owned);
+        let prompt = shared
+            .telemetry
+            .record_prompts
+            .then(|| prompt_of(request.value()));
         CallTrace {
             start: now,
             stream,

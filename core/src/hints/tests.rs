@@ -268,6 +268,27 @@ fn header_table() {
             ],
             ra(s(45)),
         ),
+        // The first valid Date of several is the anchor.
+        (
+            NOW + 10,
+            &[
+                ("date", "yesterday"),
+                ("date", "Mon, 01 Jan 2024 00:00:05 GMT"),
+                ("date", "Mon, 01 Jan 2024 00:00:10 GMT"),
+                ("retry-after", "Mon, 01 Jan 2024 00:00:45 GMT"),
+            ],
+            ra(s(40)),
+        ),
+        (
+            NOW + 10,
+            &[
+                ("date", "Mon, 01 Jan 2024 00:00:05 GMT"),
+                ("retry-after", "Mon, 01 Jan 2024 00:00:45 GMT"),
+                ("date", "Mon, 01 Jan 2024 00:00:10 GMT"),
+                ("date", "yesterday"),
+            ],
+            ra(s(40)),
+        ),
         // retry-after-ms, and its precedence.
         (NOW, &[("retry-after-ms", "1500")], ra(ms(1500))),
         (

@@ -8,31 +8,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use serde_json::Value;
 use steadfast_http::chat::ApiErrorKind;
-use steadfast_http::{CallOptions, Provider, Reply};
+use steadfast_http::{CallOptions, Provider, RawRequest, RawRequestError, Reply};
 use tokio::time::Instant;
 
 use super::Gateway;
 use super::auth::Caller;
 use super::flight::{FlightKey, Flights, Join, Lead};
 use super::ledger::SharedTurn;
-use super::reply::{Answer, Body, GaveUp};
+use super::reply::{Answer, Body, GaveUp, X_ATTEMPTS, X_ENDPOINT, X_REPLAYED};
 use super::stream;
 
 /// The header OpenAI's SDKs send with their own timeout, in seconds.
-const SDK_TIMEOUT: &str = "x-stainless-timeout";
+const SDK_TIMEOUT: HeaderName = HeaderName::from_static("x-stainless-timeout");
+/// The client's idempotency key.
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// A chat request, read and routed.
 pub struct Chat {
     /// The API the client speaks (its request, answer and errors).
     pub shape: Provider,
-    /// The request, in the client's API's shape (translated by the client's session
-    /// for endpoints of the other API).
-    pub request: Value,
+    /// The request as it came, in the client's API's shape (translated by the
+    /// client's session for endpoints of the other API).
+    pub request: RawRequest,
     /// Whether the client asked for a stream.
     pub stream: bool,
     /// The call's options: its route, idempotency key and deadline.
@@ -101,7 +102,7 @@ pub async fn serve(
 fn replayed(answer: &Answer, how: &'static str) -> Response<Body> {
     let mut r = answer.to_response();
     r.headers_mut()
-        .insert("x-steadfast-replayed", HeaderValue::from_static(how));
+        .insert(X_REPLAYED, HeaderValue::from_static(how));
     r
 }
 
@@ -126,32 +127,30 @@ async fn read(
         }
     };
     let invalid = |m: String| refuse(shape, ApiErrorKind::InvalidRequest, m);
-    let request: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        invalid(format!(
+    let request = RawRequest::parse(bytes).map_err(|e| match e {
+        RawRequestError::Json(e) => invalid(format!(
             "We could not parse the JSON body of your request ({e})."
-        ))
+        )),
+        RawRequestError::NotAnObject => invalid("the request body must be a JSON object".into()),
     })?;
-    if !request.is_object() {
-        return Err(invalid("the request body must be a JSON object".into()));
-    }
-    let model = match request.get("model") {
-        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+    let model = match request.model() {
+        Some(m) if !m.is_empty() => m,
         _ => return Err(invalid("model: a model name is required".into())),
     };
-    let Some(route) = gw.routes.resolve(&model) else {
+    let Some(route) = gw.routes.resolve(model) else {
         let m = format!("The model `{model}` does not exist or you do not have access to it.");
         return Err(refuse(shape, ApiErrorKind::NotFound, m));
     };
     let mut options = CallOptions::new().only_endpoints(route).shape(shape);
-    if let Some(key) = header_text(headers, "idempotency-key") {
+    if let Some(key) = header_text(headers, &IDEMPOTENCY_KEY) {
         options = options.idempotency_key(key);
     }
-    if let Some(timeout) = header_text(headers, SDK_TIMEOUT).and_then(seconds) {
+    if let Some(timeout) = header_text(headers, &SDK_TIMEOUT).and_then(seconds) {
         options = options.deadline(timeout);
     }
     Ok(Chat {
         shape,
-        stream: request.get("stream") == Some(&Value::Bool(true)),
+        stream: request.is_stream(),
         request,
         options,
         arrived,
@@ -162,7 +161,7 @@ fn refuse(shape: Provider, kind: ApiErrorKind, message: String) -> Response<Body
     Answer::error(shape, kind, message).to_response()
 }
 
-fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
     let v = headers.get(name)?.to_str().ok()?.trim();
     (!v.is_empty() && v.len() <= 255).then(|| v.to_owned())
 }
@@ -183,13 +182,17 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
             .upstream
             .chat(gw.client.shared(), &chat.request, &chat.options);
         let result = tokio::select! {
+            biased;
             r = call => Some(r),
             () = gw.ending() => None,
         };
         answered(gw, chat.shape, result)
     } else {
-        let call = gw.client.chat_with_options(&chat.request, &chat.options);
+        let call = gw
+            .client
+            .chat_with_options(chat.request.value(), &chat.options);
         let result = tokio::select! {
+            biased;
             r = call => Some(r.map(|reply| (reply, None))),
             () = gw.ending() => None,
         };
@@ -220,7 +223,8 @@ fn answered<E>(gw: &Gateway, shape: Provider, result: Option<Whole<E>>) -> (Answ
 /// The answer to a request cut short by the gateway's shutdown.
 pub fn ending_answer(shape: Provider) -> Answer {
     let m = "the gateway is shutting down; send the request again";
-    Answer::error(shape, ApiErrorKind::Overloaded, m).with_header("retry-after", "1")
+    let one = HeaderValue::from_static("1");
+    Answer::error(shape, ApiErrorKind::Overloaded, m).with_header(header::RETRY_AFTER, one)
 }
 
 /// A whole answer in the client's shape, with the attempts and the endpoint it took;
@@ -240,9 +244,9 @@ fn success(gw: &Gateway, reply: &Reply, raw: Option<Bytes>) -> (Answer, bool) {
         },
         None => Answer::json(StatusCode::OK, &reply.body),
     };
-    let mut answer = answer.with_header("x-steadfast-attempts", reply.attempts.to_string());
+    let mut answer = answer.with_header(X_ATTEMPTS, reply.attempts);
     if let Some(s) = reply.served_by() {
-        answer = answer.with_header("x-steadfast-endpoint", s.endpoint.clone());
+        answer = answer.with_header(X_ENDPOINT, s.endpoint.as_str());
     }
     (answer, reply.degraded.is_none())
 }

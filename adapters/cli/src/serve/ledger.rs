@@ -10,24 +10,24 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::StatusCode;
+use http::{HeaderName, HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use steadfast_core::shared::FailMode;
 use steadfast_redis::RedisStore;
 
 use super::flight::FlightKey;
-use super::reply::Answer;
+use super::reply::{Answer, RETRY_AFTER_MS, X_ATTEMPTS, X_ENDPOINT, X_GIVE_UP};
 use crate::shared::{claim_turn, ledger_name};
 
 /// The content types a stored answer may have, as the gateway writes them.
 const CONTENT_TYPES: [&str; 2] = ["application/json", super::stream::EVENT_STREAM];
 /// The headers a stored answer may carry.
-const HEADERS: [&str; 5] = [
-    "retry-after",
-    "retry-after-ms",
-    "x-steadfast-attempts",
-    "x-steadfast-endpoint",
-    "x-steadfast-give-up",
+const HEADERS: [HeaderName; 5] = [
+    header::RETRY_AFTER,
+    RETRY_AFTER_MS,
+    X_ATTEMPTS,
+    X_ENDPOINT,
+    X_GIVE_UP,
 ];
 
 /// A replica's view of the ledger.
@@ -126,7 +126,7 @@ fn encode(answer: &Answer) -> Option<Vec<u8>> {
         headers: answer
             .headers
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), v.clone()))
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
             .collect(),
         body: String::from_utf8(answer.body.to_vec()).ok()?,
     };
@@ -141,7 +141,10 @@ fn decode(bytes: &[u8]) -> Option<Answer> {
     let headers = stored
         .headers
         .into_iter()
-        .filter_map(|(n, v)| HEADERS.into_iter().find(|h| *h == n).map(|h| (h, v)))
+        .filter_map(|(n, v)| {
+            let name = HEADERS.into_iter().find(|h| h.as_str() == n)?;
+            Some((name, HeaderValue::from_str(&v).ok()?))
+        })
         .collect();
     Some(Answer {
         status: StatusCode::from_u16(stored.status).ok()?,
@@ -158,7 +161,7 @@ mod tests {
     #[test]
     fn a_stored_answer_comes_back_as_it_was() {
         let answer = Answer::json(StatusCode::OK, &serde_json::json!({"id": "x"}))
-            .with_header("x-steadfast-attempts", "2");
+            .with_header(X_ATTEMPTS, 2u32);
         let back = decode(&encode(&answer).expect("utf-8")).expect("decodes");
         assert_eq!(back.status, StatusCode::OK);
         assert_eq!(back.content_type, "application/json");

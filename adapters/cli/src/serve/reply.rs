@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use steadfast_core::classify::Class;
@@ -19,6 +19,17 @@ pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
 
 /// A call that gave up, as the reqwest client reports it.
 pub type CallError = steadfast_reqwest::CallError;
+
+/// `retry-after-ms`: the wait of a give-up, in milliseconds.
+pub const RETRY_AFTER_MS: HeaderName = HeaderName::from_static("retry-after-ms");
+/// `x-steadfast-attempts`: the attempts a call made.
+pub const X_ATTEMPTS: HeaderName = HeaderName::from_static("x-steadfast-attempts");
+/// `x-steadfast-endpoint`: the endpoint that answered.
+pub const X_ENDPOINT: HeaderName = HeaderName::from_static("x-steadfast-endpoint");
+/// `x-steadfast-give-up`: why a call gave up.
+pub const X_GIVE_UP: HeaderName = HeaderName::from_static("x-steadfast-give-up");
+/// `x-steadfast-replayed`: how an answer sent again was kept.
+pub const X_REPLAYED: HeaderName = HeaderName::from_static("x-steadfast-replayed");
 
 /// A whole body.
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -34,7 +45,7 @@ pub struct Answer {
     /// Its content type.
     pub content_type: &'static str,
     /// Its headers besides the content type.
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Its whole body (for a stream, every event it sent).
     pub body: Bytes,
 }
@@ -65,10 +76,13 @@ impl Answer {
         Answer::json(status, &body)
     }
 
-    /// The same answer with one more header.
+    /// The same answer with one more header (none when `value` is not a header
+    /// value).
     #[must_use]
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Answer {
-        self.headers.push((name, value.into()));
+    pub fn with_header<V: TryInto<HeaderValue>>(mut self, name: HeaderName, value: V) -> Answer {
+        if let Ok(v) = value.try_into() {
+            self.headers.push((name, v));
+        }
         self
     }
 
@@ -82,9 +96,7 @@ impl Answer {
             HeaderValue::from_static(self.content_type),
         );
         for (name, value) in &self.headers {
-            if let Ok(v) = HeaderValue::try_from(value.as_str()) {
-                h.append(*name, v);
-            }
+            h.append(name, value.clone());
         }
         r
     }
@@ -153,11 +165,11 @@ impl GaveUp {
         if let Some(wait) = self.retry_after {
             let ms = wait.as_millis().max(1);
             a = a
-                .with_header("retry-after", ms.div_ceil(1000).to_string())
-                .with_header("retry-after-ms", ms.to_string());
+                .with_header(header::RETRY_AFTER, ms.div_ceil(1000).to_string())
+                .with_header(RETRY_AFTER_MS, ms.to_string());
         }
-        a.with_header("x-steadfast-give-up", self.reason)
-            .with_header("x-steadfast-attempts", self.attempts.to_string())
+        a.with_header(X_GIVE_UP, HeaderValue::from_static(self.reason))
+            .with_header(X_ATTEMPTS, self.attempts)
     }
 }
 

@@ -27,7 +27,7 @@ use super::reply::{Answer, Body, GaveUp};
 /// waiting on its idempotency key.
 pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
     let opened = tokio::select! {
-        r = gw.client.stream_with_options(&chat.request, &chat.options) => Some(r),
+        r = gw.client.stream_with_options(chat.request.value(), &chat.options) => Some(r),
         () = gw.ending() => None,
     };
     let events = match opened {
@@ -172,7 +172,7 @@ impl Relay {
             let answer = Answer {
                 status: StatusCode::OK,
                 content_type: EVENT_STREAM,
-                headers: vec![("cache-control", "no-cache".to_owned())],
+                headers: vec![(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))],
                 body: Bytes::from(sent),
             };
             lead.finish(answer, self.clean);

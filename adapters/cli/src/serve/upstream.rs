@@ -23,14 +23,13 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use serde_json::Value;
 use steadfast_core::ids::EndpointId;
 use steadfast_core::outcome::Transport;
 use steadfast_core::time::Timestamp;
 use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
-use steadfast_http::{CallOptions, Now, Outgoing, Reply, Session, Shared, Step};
+use steadfast_http::{CallOptions, Now, Outgoing, RawRequest, Reply, Session, Shared, Step};
 use tokio::time::Instant;
 
 /// A call through [`Upstream`] that gave up; its source is the last attempt's error.
@@ -165,7 +164,7 @@ impl Upstream {
     pub async fn chat(
         &self,
         shared: &Shared,
-        request: &Value,
+        request: &RawRequest,
         options: &CallOptions,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
         let mut s: S<'_> = Session::with_options(shared, self.timestamp(), request, false, options)
