@@ -150,8 +150,10 @@ impl<E> std::fmt::Debug for Session<'_, E> {
 }
 
 impl<'c, E> Session<'c, E> {
-    /// Starts a call of `request` (a stream when `stream`) at `now`. Its idempotency
-    /// key is derived from `business_id` when given, else drawn from the engine's RNG.
+    /// Starts a call of `request` (a stream when `stream`) at `now`: a parsed
+    /// [`Value`], or a [`RawRequest`](crate::RawRequest) whose bytes go out as they came
+    /// to every endpoint that takes them unchanged. Its idempotency key is derived from
+    /// `business_id` when given, else drawn from the engine's RNG.
     pub fn new(
         shared: &'c Shared,
         now: Timestamp,
@@ -287,8 +289,10 @@ impl<'c, E> Session<'c, E> {
     /// The same session for a face that passes a whole answer on as it came (a
     /// gateway whose client speaks the endpoint's API): a 2xx body that needs no
     /// translation is read only for what the policy and the reply's facts need —
-    /// whether it is JSON, its `model` and its `usage` — and the reply's
-    /// [`body`](Reply::body) then holds only those; the face sends the bytes it read.
+    /// whether it is JSON, its `model` (a string) and its `usage` counts (the
+    /// non-negative integers `prompt_tokens`, `completion_tokens`, `input_tokens`,
+    /// `output_tokens`, `total_tokens`) — and the reply's [`body`](Reply::body) then
+    /// holds only those; the face sends the bytes it read.
     /// A call with a business id (its result is stored whole) and a fallback
     /// endpoint's call read their answers whole as ever. So a reply that is not
     /// [degraded](Reply::degraded) and not translated is the last answer the face read.

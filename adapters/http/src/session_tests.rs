@@ -13,7 +13,7 @@ use steadfast_core::time::Timestamp;
 
 use super::*;
 use crate::shared::FallbackStep;
-use crate::{EndpointDef, Fallback, FallbackKind, Now, Provider, Setup};
+use crate::{EndpointDef, Fallback, FallbackKind, Now, Provider, RawRequest, Setup};
 
 #[cfg(feature = "tracing")]
 #[path = "../tests/support/recorder.rs"]
@@ -110,6 +110,30 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
     assert_eq!((reply.body["ok"].clone(), reply.attempts), (json!(true), 2));
     let m = shared.metrics();
     assert_eq!((m.attempts, m.retries, m.successes), (2, 1, 1));
+}
+
+#[test]
+fn a_raw_request_goes_as_it_came_unless_the_endpoint_renames_its_model() {
+    let text = br#"{"model": "m-forced",  "messages": [{"role": "user", "content": "Hi"}]}"#;
+    let renamed = br#"{"model":"caller","messages":[]}"#;
+    let shared = setup(Vec::new());
+    for (body, as_it_came) in [(&text[..], true), (&renamed[..], false)] {
+        let raw = RawRequest::parse(Bytes::copy_from_slice(body)).expect("a request");
+        let mut clock = Clock::new();
+        let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &raw, false);
+        let first = clock.next(&mut s).expect("first attempt");
+        let sent: serde_json::Value = serde_json::from_slice(&first.body).expect("JSON");
+        assert_eq!(sent["model"], "m-forced");
+        assert_eq!(
+            first.body == body,
+            as_it_came,
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        s.on_response(clock.now(), 503, &HeaderMap::new(), b"");
+        let second = clock.next(&mut s).expect("a retry");
+        assert_eq!(second.body, first.body, "the retry sends the same bytes");
+    }
 }
 
 #[test]
