@@ -287,6 +287,16 @@ struct RawWindow {
     reset_at: Option<(u64, u32)>,
 }
 
+impl RawWindow {
+    /// Whether any of its headers was read.
+    fn is_set(&self) -> bool {
+        self.limit.is_some()
+            || self.remaining.is_some()
+            || self.reset_in.is_some()
+            || self.reset_at.is_some()
+    }
+}
+
 /// The window kinds of `x-ratelimit-{field}-{kind}` (windows 0 and 1) and of
 /// `anthropic-ratelimit-{kind}-{field}` (windows 2 to 5).
 const OPENAI_KINDS: [&[u8]; 2] = [b"requests", b"tokens"];
@@ -395,11 +405,20 @@ impl<'h> Raw<'h> {
             Some(RetryAt::At(at)) => Some(until((at, 0), anchor)),
             None => None,
         });
+        // Most answers carry no rate-limit header at all.
+        let (requests, tokens) = if self.windows.iter().any(RawWindow::is_set) {
+            (
+                tightest(&[window(0), window(2)]),
+                tightest(&[window(1), window(3), window(4), window(5)]),
+            )
+        } else {
+            (RateWindow::default(), RateWindow::default())
+        };
         Hints {
             retry_after,
             should_retry: self.should_retry,
-            requests: tightest(&[window(0), window(2)]),
-            tokens: tightest(&[window(1), window(3), window(4), window(5)]),
+            requests,
+            tokens,
         }
     }
 }

@@ -7,10 +7,19 @@ use steadfast_http::{CallError, GiveUpReason};
 /// A call that gave up with no response to hand back (its attempts failed below HTTP,
 /// or none could start: an open breaker, the deadline, the budget). The steadfast
 /// error, its source the inner service's last error when there was one.
+///
+/// Boxed, so that the service's `Result` stays the size of its response: a call's
+/// result is moved several times on its way out, and a success should not pay for
+/// the size of an error.
 #[derive(Debug)]
-pub struct GaveUp<E>(pub CallError<E>);
+pub struct GaveUp<E>(pub Box<CallError<E>>);
 
 impl<E> GaveUp<E> {
+    /// The give-up of `e`.
+    pub fn new(e: CallError<E>) -> GaveUp<E> {
+        GaveUp(Box::new(e))
+    }
+
     /// Why the call gave up.
     pub fn reason(&self) -> GiveUpReason {
         self.0.reason

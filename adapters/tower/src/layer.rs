@@ -159,7 +159,7 @@ where
     E: std::error::Error + 'static,
 {
     let Err(mut error) = ended.started else {
-        return ended.into_result().map_err(GaveUp);
+        return ended.into_result().map_err(GaveUp::new);
     };
     match ended.last.map(|t| t.0) {
         Some(Ok(mut p)) => {
@@ -168,8 +168,8 @@ where
         }
         Some(Err(e)) => {
             error.source = Some(e);
-            Err(GaveUp(error))
+            Err(GaveUp::new(error))
         }
-        None => Err(GaveUp(error)),
+        None => Err(GaveUp::new(error)),
     }
 }
