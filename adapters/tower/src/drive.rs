@@ -59,7 +59,8 @@ pub(crate) enum Next<A> {
 /// One logical call: its session and the last attempt's result.
 pub(crate) struct Driver<'c, R: IntoOutcome> {
     client: &'c Client,
-    session: Session<'c, R::Error>,
+    // Boxed: the session is 2 KB, and the driver moves with the call's future.
+    session: Box<Session<'c, R::Error>>,
     last: Option<R>,
     attempts: u32,
 }
@@ -75,7 +76,13 @@ impl<'c, R: IntoOutcome> Driver<'c, R> {
     pub(crate) fn new(client: &'c Client, now: Timestamp, business_id: Option<&'c [u8]>) -> Self {
         Driver {
             client,
-            session: Session::new(client.shared(), now, business_id, &NO_BODY, false),
+            session: Box::new(Session::new(
+                client.shared(),
+                now,
+                business_id,
+                &NO_BODY,
+                false,
+            )),
             last: None,
             attempts: 0,
         }

@@ -167,8 +167,11 @@ impl Upstream {
         request: &RawRequest,
         options: &CallOptions,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
-        let mut s: S<'_> = Session::with_options(shared, self.timestamp(), request, false, options)
-            .passing_through();
+        // Boxed: the session is 2 KB, and the call's future moves before it runs.
+        let mut s: Box<S<'_>> = Box::new(
+            Session::with_options(shared, self.timestamp(), request, false, options)
+                .passing_through(),
+        );
         let span = s.call_span();
         span.instrument(async move {
             let mut last = None;
