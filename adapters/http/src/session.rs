@@ -286,8 +286,9 @@ impl<'c, E> Session<'c, E> {
         self
     }
 
-    /// The same session for a face that passes a whole answer on as it came (a
-    /// gateway whose client speaks the endpoint's API): a 2xx body that needs no
+    /// Makes the session one for a face that passes a whole answer on as it came (a
+    /// gateway whose client speaks the endpoint's API; call it before the first
+    /// poll): a 2xx body that needs no
     /// translation is read only for what the policy and the reply's facts need —
     /// whether it is JSON, its `model` (a string) and its `usage` counts (the
     /// non-negative integers `prompt_tokens`, `completion_tokens`, `input_tokens`,
@@ -296,8 +297,7 @@ impl<'c, E> Session<'c, E> {
     /// A call with a business id (its result is stored whole) and a fallback
     /// endpoint's call read their answers whole as ever. So a reply that is not
     /// [degraded](Reply::degraded) and not translated is the last answer the face read.
-    #[must_use]
-    pub fn passing_through(mut self) -> Self {
+    pub fn passing_through(&mut self) -> &mut Self {
         self.pass_through = true;
         self
     }
@@ -664,6 +664,12 @@ impl<'c, E> Session<'c, E> {
     /// The result of a finished non-stream call: its reply, or a fallback's (marked
     /// degraded), or the primary call's error when no fallback answered.
     pub fn into_reply(mut self) -> Result<Reply, CallError<E>> {
+        self.take_reply()
+    }
+
+    /// [`Session::into_reply`] for a session kept behind a pointer (a boxed one is not
+    /// moved out to end): the result, taken once; the session is finished after.
+    pub fn take_reply(&mut self) -> Result<Reply, CallError<E>> {
         let r = self.reply();
         self.trace.on_reply(self.shared, self.latest, &r);
         r
@@ -689,6 +695,12 @@ impl<'c, E> Session<'c, E> {
     /// The result of a finished stream call: where it started. Its call's span and
     /// metrics end here, at the first event (see [`Session::into_stream_reading`]).
     pub fn into_stream(mut self) -> Result<Started, CallError<E>> {
+        self.take_stream()
+    }
+
+    /// [`Session::into_stream`] for a session kept behind a pointer: the result, taken
+    /// once; the session is finished after.
+    pub fn take_stream(&mut self) -> Result<Started, CallError<E>> {
         let r = self.started();
         self.trace.on_stream(self.shared, self.latest, &r);
         r

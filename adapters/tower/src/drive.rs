@@ -140,9 +140,9 @@ impl<'c, R: IntoOutcome> Driver<'c, R> {
         self.session.on_transport(now, t, None);
     }
 
-    pub(crate) fn finish(self) -> Ended<R> {
+    pub(crate) fn finish(mut self) -> Ended<R> {
         Ended {
-            started: self.session.into_stream(),
+            started: self.session.take_stream(),
             last: self.last,
         }
     }

@@ -168,10 +168,14 @@ impl Upstream {
         options: &CallOptions,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
         // Boxed: the session is 2 KB, and the call's future moves before it runs.
-        let mut s: Box<S<'_>> = Box::new(
-            Session::with_options(shared, self.timestamp(), request, false, options)
-                .passing_through(),
-        );
+        let mut s: Box<S<'_>> = Box::new(Session::with_options(
+            shared,
+            self.timestamp(),
+            request,
+            false,
+            options,
+        ));
+        s.passing_through();
         let span = s.call_span();
         span.instrument(async move {
             let mut last = None;
@@ -192,7 +196,7 @@ impl Upstream {
                         s.on_lease(self.timestamp(), &ask, steadfast_http::LeaseAnswer::Failed);
                     }
                     Step::Done => {
-                        let reply = s.into_reply()?;
+                        let reply = s.take_reply()?;
                         let untranslated = reply.degraded.is_none()
                             && reply
                                 .served_by
