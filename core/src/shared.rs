@@ -529,20 +529,23 @@ impl SharedQuota {
     /// Which lease `ticket` answers, and whether its ask had timed out; `None` when it
     /// answers none (a newer ask is out, or it was answered already).
     fn answered(&mut self, ticket: u64) -> Option<(LeaseKind, bool)> {
-        if self.requests.answers(ticket) {
-            return Some((LeaseKind::Requests, false));
+        // An outstanding ask first, then one that timed out.
+        for late in [false, true] {
+            for kind in [LeaseKind::Requests, LeaseKind::Tokens] {
+                let Some(slice) = self.slice_mut(kind) else {
+                    continue;
+                };
+                let hit = if late {
+                    slice.answers_late(ticket)
+                } else {
+                    slice.answers(ticket)
+                };
+                if hit {
+                    return Some((kind, late));
+                }
+            }
         }
-        let tokens = self.tokens.as_mut().map(|(s, _)| s);
-        if tokens.is_some_and(|s| s.answers(ticket)) {
-            return Some((LeaseKind::Tokens, false));
-        }
-        if self.requests.answers_late(ticket) {
-            return Some((LeaseKind::Requests, true));
-        }
-        let tokens = self.tokens.as_mut().map(|(s, _)| s);
-        tokens
-            .is_some_and(|s| s.answers_late(ticket))
-            .then_some((LeaseKind::Tokens, true))
+        None
     }
 
     fn fail(&mut self, now: Timestamp, endpoint: EndpointId) -> SharedEvent {

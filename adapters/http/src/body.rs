@@ -17,9 +17,9 @@ pub fn prepare(request: &Value, model: Option<&str>, stream: bool) -> Bytes {
         }
         return to_bytes(request);
     };
-    let model_ok = model.is_none_or(|m| fields.get("model").and_then(Value::as_str) == Some(m));
-    let stream_ok = !stream || fields.get("stream") == Some(&Value::Bool(true));
-    if model_ok && stream_ok {
+    let named = fields.get("model").and_then(Value::as_str);
+    let streams = fields.get("stream") == Some(&Value::Bool(true));
+    if goes_as_it_is(named, streams, model, stream) {
         return to_bytes(request);
     }
     let mut fields = fields.clone();
@@ -30,6 +30,18 @@ pub fn prepare(request: &Value, model: Option<&str>, stream: bool) -> Bytes {
         fields.insert("stream".to_owned(), Value::Bool(true));
     }
     to_bytes(&Value::Object(fields))
+}
+
+/// Whether a request that names `named` (and asks for a stream when `streams`) goes
+/// unchanged to an endpoint that sends `model` (when it names its own) and needs the
+/// stream flag when `stream`.
+pub(crate) fn goes_as_it_is(
+    named: Option<&str>,
+    streams: bool,
+    model: Option<&str>,
+    stream: bool,
+) -> bool {
+    model.is_none_or(|m| named == Some(m)) && (!stream || streams)
 }
 
 fn to_bytes(v: &Value) -> Bytes {

@@ -48,25 +48,17 @@ impl<'de> ObjectReader<'de> for Peek {
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut kept = Map::new();
-        while let Some(key) = map.next_key_seed(KeyIn(&KEPT))? {
-            let (name, value) = match key {
-                Some(name @ "model") => (
-                    name,
-                    map.next_value_seed(ScalarSeed)?
-                        .into_string()
-                        .map(Value::String),
-                ),
-                Some(name) => (
-                    name,
-                    map.next_value_seed(ObjectOrNone(Usage))?.map(Value::Object),
-                ),
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
+        each_named(&mut map, &KEPT, |name, map| {
+            let value = match name {
+                "model" => map
+                    .next_value_seed(ScalarSeed)?
+                    .into_string()
+                    .map(Value::String),
+                _ => map.next_value_seed(ObjectOrNone(Usage))?.map(Value::Object),
             };
             set_last(&mut kept, name, value);
-        }
+            Ok(())
+        })?;
         Ok(kept)
     }
 }
@@ -79,16 +71,31 @@ impl<'de> ObjectReader<'de> for Usage {
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut counts = Map::new();
-        while let Some(key) = map.next_key_seed(KeyIn(&COUNTS))? {
-            let Some(name) = key else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
+        each_named(&mut map, &COUNTS, |name, map| {
             let n = map.next_value_seed(ScalarSeed)?.as_u64();
             set_last(&mut counts, name, n.map(Value::from));
-        }
+            Ok(())
+        })?;
         Ok(counts)
     }
+}
+
+/// Calls `each` for every key of `map` that is one of `names`, with `map` at that
+/// key's value (which `each` reads); the values of other keys are checked and skipped.
+pub(crate) fn each_named<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    names: &'static [&'static str],
+    mut each: impl FnMut(&'static str, &mut A) -> Result<(), A::Error>,
+) -> Result<(), A::Error> {
+    while let Some(key) = map.next_key_seed(KeyIn(names))? {
+        match key {
+            Some(name) => each(name, map)?,
+            None => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A key given twice counts as its last value, as in a parsed [`Value`]: `value`
@@ -243,7 +250,7 @@ impl<'de> Visitor<'de> for ScalarSeed {
 
 /// Reads an object key as the one of these names it is (`None`: another key), without
 /// keeping its text.
-pub(crate) struct KeyIn(pub &'static [&'static str]);
+struct KeyIn(&'static [&'static str]);
 
 impl<'de> DeserializeSeed<'de> for KeyIn {
     type Value = Option<&'static str>;

@@ -7,11 +7,11 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use serde::de::{IgnoredAny, MapAccess};
+use serde::de::MapAccess;
 use serde_json::Value;
 
 use crate::body;
-use crate::peek::{KeyIn, ObjectOrNone, ObjectReader, Scalar, ScalarSeed, read_whole};
+use crate::peek::{ObjectOrNone, ObjectReader, Scalar, ScalarSeed, each_named, read_whole};
 
 /// A chat request's JSON body and what was read of it: its `model`, whether it asks
 /// for a stream, and the completion's token cap. A key given twice counts as its
@@ -96,8 +96,7 @@ impl RawRequest {
     /// The body for an endpoint that sends `model` (when it names its own) and needs
     /// the stream flag when `stream`: the bytes as they came when they already say so.
     pub(crate) fn body_for(&self, model: Option<&str>, stream: bool) -> Bytes {
-        let model_ok = model.is_none_or(|m| self.model.as_deref() == Some(m));
-        if model_ok && (!stream || self.stream) {
+        if body::goes_as_it_is(self.model(), self.stream, model, stream) {
             return self.bytes.clone();
         }
         body::prepare(self.value(), model, stream)
@@ -183,11 +182,7 @@ impl<'de> ObjectReader<'de> for HeadReader {
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
         let mut head = Head::default();
-        while let Some(key) = map.next_key_seed(KeyIn(&READ))? {
-            let Some(key) = key else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
+        each_named(&mut map, &READ, |key, map| {
             let value = map.next_value_seed(ScalarSeed)?;
             match key {
                 "model" => head.model = value.into_string(),
@@ -195,7 +190,8 @@ impl<'de> ObjectReader<'de> for HeadReader {
                 "max_tokens" => head.max_tokens = value.as_u64(),
                 _ => head.max_completion_tokens = value.as_u64(),
             }
-        }
+            Ok(())
+        })?;
         Ok(head)
     }
 }
