@@ -9,7 +9,7 @@ use steadfast_core::time::Timestamp;
 
 use crate::error::CallError;
 use crate::fallback::FallbackKind;
-use crate::reply::Reply;
+use crate::reply::{Answered, Reply};
 use crate::shared::{FallbackStep, Shared};
 
 /// Where a session is in its fallbacks.
@@ -75,15 +75,16 @@ impl<E> Chain<E> {
     pub(crate) fn succeeded(
         self,
         shared: &Shared,
-        body: Value,
+        answer: Answered,
         attempts: u32,
         target: Target,
     ) -> Reply {
         let Some(primary) = self.primary else {
-            return shared.reply(body, attempts, target);
+            return shared.reply(answer, attempts, target);
         };
         let attempts = self.attempts.saturating_add(attempts);
         let via = FallbackKind::Endpoint;
+        let body = answer.into_value();
         shared.degraded(body, via, primary.reason, attempts, Some(target))
     }
 

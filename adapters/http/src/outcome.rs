@@ -12,6 +12,7 @@ use serde_json::Value;
 use steadfast_core::outcome::{BodyState, Outcome, Phase, Response, Transport, TransportKind};
 
 use crate::body::tokens_used;
+use crate::reply::Answered;
 
 /// Whether a response with `status` carries the payload (2xx): its body is the answer
 /// or the stream; any other body is an error to read whole.
@@ -44,25 +45,26 @@ pub fn response(
     }
 }
 
-/// [`response`], reading a 2xx body only for its `model` and `usage` (the JSON value
-/// returned holds only those): for a body the face passes on as it came.
-pub fn response_peeked(
+/// [`response`], reading a 2xx body only for its facts (its `model` and `usage`): for
+/// a body the face passes on as it came.
+pub(crate) fn response_peeked(
     status: u16,
     headers: &HeaderMap,
     body: &[u8],
     wall_now_unix: u64,
-) -> (Outcome, Option<Value>) {
+) -> (Outcome, Option<Answered>) {
     if !is_payload(status) {
-        return response(status, headers, body, wall_now_unix);
+        let (outcome, _) = response(status, headers, body, wall_now_unix);
+        return (outcome, None);
     }
     let pairs = headers
         .iter()
         .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
     let mut r = Response::from_http(status, pairs, body, wall_now_unix);
     match crate::peek::peek(body) {
-        Some(v) => {
-            r.tokens_used = tokens_used(&v);
-            (Outcome::Response(r), Some(v))
+        Some(facts) => {
+            r.tokens_used = facts.usage.map(|u| u.total_tokens);
+            (Outcome::Response(r), Some(Answered::Passed(facts)))
         }
         None => (Outcome::Response(r.with_body(BodyState::Malformed)), None),
     }

@@ -1,20 +1,21 @@
 //! A whole answer read only for what a session needs of it when the face passes the
 //! bytes on as they came (see [`crate::Session::passing_through`]): whether it is JSON,
 //! and its `model` and `usage` counts. Every other value is checked as JSON and
-//! skipped, not built, so the answer is neither parsed into a [`Value`] nor dropped as
-//! one. The readers here also serve [`crate::RawRequest`].
+//! skipped, not built, so the answer is neither parsed into a `serde_json::Value` nor
+//! dropped as one. The readers here also serve [`crate::RawRequest`].
 
 use std::fmt;
 
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
 
-/// The body's `model` and `usage` counts, as a JSON object holding only those (empty
-/// when the body is not an object, or has neither); `None` when the body is not JSON.
-pub(crate) fn peek(body: &[u8]) -> Option<Value> {
-    let peeked = read_whole(body, ObjectOrNone(Peek)).ok()?;
-    Some(Value::Object(peeked.unwrap_or_default()))
+use crate::reply::{AnswerFacts, Counts};
+
+/// The body's facts: its `model` (a string) and its `usage` counts (empty when the
+/// body is not an object, or has neither); `None` when the body is not JSON.
+pub(crate) fn peek(body: &[u8]) -> Option<AnswerFacts> {
+    let facts = read_whole(body, ObjectOrNone(Peek)).ok()?;
+    Some(facts.unwrap_or_default())
 }
 
 /// Reads all of `text` as one JSON value with `seed`.
@@ -31,35 +32,27 @@ pub(crate) fn read_whole<'de, S: DeserializeSeed<'de>>(
 /// The top-level keys a session reads of a passed-through answer.
 const KEPT: [&str; 2] = ["model", "usage"];
 
-/// The counts of a `usage` object that [`crate::reply::usage_of`] reads.
-const COUNTS: [&str; 5] = [
-    "prompt_tokens",
-    "input_tokens",
-    "completion_tokens",
-    "output_tokens",
-    "total_tokens",
-];
-
-/// An answer's `model` (a string) and `usage` (its counts).
+/// An answer's `model` (a string) and `usage` (its counts). A key given twice counts
+/// as its last value, as in a parsed [`serde_json::Value`].
 struct Peek;
 
 impl<'de> ObjectReader<'de> for Peek {
-    type Out = Map<String, Value>;
+    type Out = AnswerFacts;
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut kept = Map::new();
+        let mut model = None;
+        let mut counts = None;
         each_named(&mut map, &KEPT, |name, map| {
-            let value = match name {
-                "model" => map
-                    .next_value_seed(ScalarSeed)?
-                    .into_string()
-                    .map(Value::String),
-                _ => map.next_value_seed(ObjectOrNone(Usage))?.map(Value::Object),
-            };
-            set_last(&mut kept, name, value);
+            match name {
+                "model" => model = map.next_value_seed(ScalarSeed)?.into_string(),
+                _ => counts = map.next_value_seed(ObjectOrNone(Usage))?,
+            }
             Ok(())
         })?;
-        Ok(kept)
+        Ok(AnswerFacts {
+            model,
+            usage: counts.and_then(Counts::usage),
+        })
     }
 }
 
@@ -67,13 +60,12 @@ impl<'de> ObjectReader<'de> for Peek {
 struct Usage;
 
 impl<'de> ObjectReader<'de> for Usage {
-    type Out = Map<String, Value>;
+    type Out = Counts;
 
     fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut counts = Map::new();
-        each_named(&mut map, &COUNTS, |name, map| {
-            let n = map.next_value_seed(ScalarSeed)?.as_u64();
-            set_last(&mut counts, name, n.map(Value::from));
+        let mut counts = Counts::default();
+        each_named(&mut map, &Counts::NAMES, |name, map| {
+            counts.set(name, map.next_value_seed(ScalarSeed)?.as_u64());
             Ok(())
         })?;
         Ok(counts)
@@ -96,15 +88,6 @@ pub(crate) fn each_named<'de, A: MapAccess<'de>>(
         }
     }
     Ok(())
-}
-
-/// A key given twice counts as its last value, as in a parsed [`Value`]: `value`
-/// replaces what `name` held, and `None` (a value not kept) removes it.
-fn set_last(map: &mut Map<String, Value>, name: &str, value: Option<Value>) {
-    match value {
-        Some(v) => map.insert(name.to_owned(), v),
-        None => map.remove(name),
-    };
 }
 
 /// What an [`ObjectOrNone`] reads of an object.
@@ -186,7 +169,7 @@ impl Scalar {
         }
     }
 
-    /// The integer, when it is a non-negative one ([`Value::as_u64`]).
+    /// The integer, when it is a non-negative one ([`serde_json::Value::as_u64`]).
     pub(crate) fn as_u64(&self) -> Option<u64> {
         match self {
             Scalar::U64(n) => Some(*n),
@@ -274,26 +257,37 @@ impl Visitor<'_> for KeyIn {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::Value;
 
     use super::*;
+    use crate::reply::TokenUsage;
+
+    fn facts(model: Option<&str>, usage: Option<(u64, u64, u64)>) -> Option<AnswerFacts> {
+        Some(AnswerFacts {
+            model: model.map(str::to_owned),
+            usage: usage.map(|(i, o, t)| TokenUsage {
+                input_tokens: i,
+                output_tokens: o,
+                total_tokens: t,
+            }),
+        })
+    }
 
     #[test]
     fn keeps_model_and_usage_and_tells_json_from_not() {
         let body = br#"{"id":"x","model":"m","choices":[{"message":{"content":"Hi \"you\""}}],
                         "usage":{"prompt_tokens":5,"completion_tokens":2},"model":"m2"}"#;
-        assert_eq!(
-            peek(body),
-            Some(json!({"model": "m2", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}))
-        );
-        assert_eq!(peek(b"[1, {\"model\": 1}]"), Some(json!({})));
+        assert_eq!(peek(body), facts(Some("m2"), Some((5, 2, 7))));
+        assert_eq!(peek(b"[1, {\"model\": 1}]"), facts(None, None));
         let odd = br#"{"model":1,"usage":{"total_tokens":3,"prompt_tokens":-1,
                         "prompt_tokens_details":{"cached_tokens":1}},"x":{"model":"y"}}"#;
-        assert_eq!(peek(odd), Some(json!({"usage": {"total_tokens": 3}})));
+        assert_eq!(peek(odd), facts(None, Some((0, 0, 3))));
         let last = br#"{"model":"a","usage":{"total_tokens":3},"model":null,"usage":7}"#;
-        assert_eq!(peek(last), Some(json!({})));
-        assert_eq!(peek(b" \"text\" "), Some(json!({})));
-        assert_eq!(peek(b"null"), Some(json!({})));
+        assert_eq!(peek(last), facts(None, None));
+        let recount = br#"{"usage":{"input_tokens":4,"input_tokens":"x","output_tokens":1}}"#;
+        assert_eq!(peek(recount), facts(None, Some((0, 1, 1))));
+        assert_eq!(peek(b" \"text\" "), facts(None, None));
+        assert_eq!(peek(b"null"), facts(None, None));
         for bad in [
             &b"{\"model\": }"[..],
             b"{} x",
@@ -303,6 +297,26 @@ mod tests {
         ] {
             assert_eq!(peek(bad), None, "{}", String::from_utf8_lossy(bad));
             assert!(serde_json::from_slice::<Value>(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn reads_what_a_parsed_value_gives() {
+        let bodies = [
+            &br#"{"model":"gpt","usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}"#[..],
+            br#"{"model":"claude","usage":{"input_tokens":7,"output_tokens":2},"usage":{"output_tokens":5}}"#,
+            br#"{"usage":{"total_tokens":1.5,"prompt_tokens":2}}"#,
+            br#"{"usage":[],"model":["m"]}"#,
+            br#"{}"#,
+        ];
+        for body in bodies {
+            let parsed: Value = serde_json::from_slice(body).expect("JSON");
+            assert_eq!(
+                peek(body),
+                Some(AnswerFacts::of(&parsed)),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 }

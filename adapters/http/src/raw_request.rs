@@ -96,10 +96,14 @@ impl RawRequest {
     /// The body for an endpoint that sends `model` (when it names its own) and needs
     /// the stream flag when `stream`: the bytes as they came when they already say so.
     pub(crate) fn body_for(&self, model: Option<&str>, stream: bool) -> Bytes {
-        if body::goes_as_it_is(self.model(), self.stream, model, stream) {
-            return self.bytes.clone();
-        }
-        body::prepare(self.value(), model, stream)
+        self.as_it_is(model, stream)
+            .unwrap_or_else(|| body::prepare(self.value(), model, stream))
+    }
+
+    /// Its bytes as they came, when they are the body for an endpoint that sends
+    /// `model` (nothing to prepare).
+    fn as_it_is(&self, model: Option<&str>, stream: bool) -> Option<Bytes> {
+        body::goes_as_it_is(self.model(), self.stream, model, stream).then(|| self.bytes.clone())
     }
 
     /// The tokens a call of it may use, estimated from its length as it came (see
@@ -145,6 +149,15 @@ impl<'c> RequestRef<'c> {
         match self {
             RequestRef::Value(v) => v.get("model").and_then(Value::as_str),
             RequestRef::Raw(r) => r.model(),
+        }
+    }
+
+    /// The bytes as they came, when they are the body for an endpoint that sends
+    /// `model` (nothing to prepare).
+    pub(crate) fn as_it_is(self, model: Option<&str>, stream: bool) -> Option<Bytes> {
+        match self {
+            RequestRef::Raw(r) => r.as_it_is(model, stream),
+            RequestRef::Value(_) => None,
         }
     }
 

@@ -25,6 +25,18 @@ pub struct Reply {
     /// The endpoint that answered, by name, provider and model. `None` for a stored
     /// or template reply.
     pub served_by: Option<ServedBy>,
+    /// Whether the body was read whole, or passed on as it came.
+    kept: Kept,
+}
+
+/// How a reply holds its answer.
+#[derive(Debug, Clone, PartialEq)]
+enum Kept {
+    /// As [`Reply::body`].
+    Whole,
+    /// Only as its facts (see [`crate::Session::passing_through`]): the face sends the
+    /// bytes it read.
+    Passed(AnswerFacts),
 }
 
 /// Who answered a call.
@@ -61,6 +73,48 @@ impl Reply {
             target: None,
             degraded: None,
             served_by: None,
+            kept: Kept::Whole,
+        }
+    }
+
+    /// The reply of an answer the session read whole (`Answered::Whole`) or only for
+    /// its facts, served by `served_by`.
+    pub(crate) fn answered(
+        answer: Answered,
+        attempts: u32,
+        served_by: impl FnOnce(Option<&str>) -> Option<ServedBy>,
+    ) -> Reply {
+        let (body, kept, served_by) = match answer {
+            Answered::Whole(body) => {
+                let by = served_by(body.get("model").and_then(Value::as_str));
+                (body, Kept::Whole, by)
+            }
+            Answered::Passed(facts) => {
+                let by = served_by(facts.model.as_deref());
+                (Value::Null, Kept::Passed(facts), by)
+            }
+        };
+        Reply {
+            served_by,
+            kept,
+            ..Reply::new(body, attempts)
+        }
+    }
+
+    /// Whether the answer was passed on as it came (see
+    /// [`Session::passing_through`](crate::Session::passing_through)): its
+    /// [`body`](Reply::body) is then `null`, and the face holds the bytes; the
+    /// [`usage`](Reply::usage) and [`served_by`](Reply::served_by) are still read from
+    /// them.
+    pub fn is_passed_through(&self) -> bool {
+        matches!(self.kept, Kept::Passed(_))
+    }
+
+    /// What the reply tells of its answer.
+    pub(crate) fn facts(&self) -> AnswerFacts {
+        match &self.kept {
+            Kept::Whole => AnswerFacts::of(&self.body),
+            Kept::Passed(facts) => facts.clone(),
         }
     }
 
@@ -93,7 +147,10 @@ impl Reply {
     /// assert_eq!((usage.input_tokens, usage.output_tokens, usage.total_tokens), (12, 3, 15));
     /// ```
     pub fn usage(&self) -> Option<TokenUsage> {
-        usage_of(&self.body)
+        match &self.kept {
+            Kept::Whole => usage_of(&self.body),
+            Kept::Passed(facts) => facts.usage,
+        }
     }
 
     /// Who answered: the endpoint's name, its provider and the model.
@@ -146,20 +203,112 @@ fn joined(parts: &[Value]) -> Option<String> {
 
 /// The usage of a body of either provider; `None` when it reports no count at all.
 pub(crate) fn usage_of(body: &Value) -> Option<TokenUsage> {
-    let u = body.get("usage")?;
-    let n = |k: &str| u.get(k).and_then(Value::as_u64);
-    let input = n("prompt_tokens").or_else(|| n("input_tokens"));
-    let output = n("completion_tokens").or_else(|| n("output_tokens"));
-    let total = n("total_tokens");
-    if input.is_none() && output.is_none() && total.is_none() {
-        return None;
+    Counts::of(body.get("usage")?).usage()
+}
+
+/// A successful attempt's answer as a session keeps it until the reply.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answered {
+    /// Read whole (and translated, when the call is).
+    Whole(Value),
+    /// Passed on as it came: read only for its facts.
+    Passed(AnswerFacts),
+}
+
+impl Answered {
+    /// What it tells of itself.
+    pub(crate) fn facts(&self) -> AnswerFacts {
+        match self {
+            Answered::Whole(body) => AnswerFacts::of(body),
+            Answered::Passed(facts) => facts.clone(),
+        }
     }
-    let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
-    Some(TokenUsage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: total.unwrap_or(input.saturating_add(output)),
-    })
+
+    /// Its body as a value (`null` for one passed on as it came).
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Answered::Whole(body) => body,
+            Answered::Passed(_) => Value::Null,
+        }
+    }
+}
+
+/// What an answer tells of itself: the model it names and the tokens it used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AnswerFacts {
+    /// Its `model`, when that is a string.
+    pub model: Option<String>,
+    /// Its usage.
+    pub usage: Option<TokenUsage>,
+}
+
+impl AnswerFacts {
+    /// The facts of a body of either provider.
+    pub(crate) fn of(body: &Value) -> AnswerFacts {
+        AnswerFacts {
+            model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+            usage: usage_of(body),
+        }
+    }
+}
+
+/// The counts of a `usage` object, in either provider's names: each a non-negative
+/// integer, else unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    prompt: Option<u64>,
+    input: Option<u64>,
+    completion: Option<u64>,
+    output: Option<u64>,
+    total: Option<u64>,
+}
+
+impl Counts {
+    /// The names of the counts read.
+    pub(crate) const NAMES: [&'static str; 5] = [
+        "prompt_tokens",
+        "input_tokens",
+        "completion_tokens",
+        "output_tokens",
+        "total_tokens",
+    ];
+
+    /// The counts of a `usage` value (none when it is not an object).
+    fn of(usage: &Value) -> Counts {
+        let mut counts = Counts::default();
+        for name in Counts::NAMES {
+            counts.set(name, usage.get(name).and_then(Value::as_u64));
+        }
+        counts
+    }
+
+    /// Sets the count `name` (one of [`Counts::NAMES`]) to `n`.
+    pub(crate) fn set(&mut self, name: &str, n: Option<u64>) {
+        let slot = match name {
+            "prompt_tokens" => &mut self.prompt,
+            "input_tokens" => &mut self.input,
+            "completion_tokens" => &mut self.completion,
+            "output_tokens" => &mut self.output,
+            "total_tokens" => &mut self.total,
+            _ => return,
+        };
+        *slot = n;
+    }
+
+    /// The usage they give; `None` when there is no count at all.
+    pub(crate) fn usage(self) -> Option<TokenUsage> {
+        let input = self.prompt.or(self.input);
+        let output = self.completion.or(self.output);
+        if input.is_none() && output.is_none() && self.total.is_none() {
+            return None;
+        }
+        let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
+        Some(TokenUsage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: self.total.unwrap_or(input.saturating_add(output)),
+        })
+    }
 }
 
 #[cfg(test)]

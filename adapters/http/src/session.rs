@@ -27,7 +27,7 @@ use crate::options::CallOptions;
 use crate::outcome::{self, is_payload};
 use crate::provider::{IDEMPOTENCY_KEY, Provider};
 use crate::raw_request::RequestRef;
-use crate::reply::Reply;
+use crate::reply::{Answered, Reply};
 use crate::shared::Shared;
 use crate::stream::EventReader;
 use crate::telemetry::CallTrace;
@@ -133,7 +133,7 @@ pub struct Session<'c, E> {
     /// cancelled at that instant.
     latest: Timestamp,
     last: Last<E>,
-    success: Option<Value>,
+    success: Option<Answered>,
     finish: Option<Finish>,
     chain: Chain<E>,
     pub(crate) trace: CallTrace,
@@ -233,7 +233,7 @@ impl<'c, E> Session<'c, E> {
             shape,
             translated: None,
             tally: CallTally::new(stream),
-            bodies: vec![None; shared.endpoints.len()],
+            bodies: Vec::new(),
             in_flight: None,
             flights: Vec::new(),
             cancelled: Vec::new(),
@@ -288,15 +288,14 @@ impl<'c, E> Session<'c, E> {
 
     /// Makes the session one for a face that passes a whole answer on as it came (a
     /// gateway whose client speaks the endpoint's API; call it before the first
-    /// poll): a 2xx body that needs no
-    /// translation is read only for what the policy and the reply's facts need —
-    /// whether it is JSON, its `model` (a string) and its `usage` counts (the
-    /// non-negative integers `prompt_tokens`, `completion_tokens`, `input_tokens`,
-    /// `output_tokens`, `total_tokens`) — and the reply's [`body`](Reply::body) then
-    /// holds only those; the face sends the bytes it read.
+    /// poll): a 2xx body that needs no translation is read only for what the policy
+    /// and the reply's facts need — whether it is JSON, its `model` (a string) and its
+    /// `usage` counts (the non-negative integers `prompt_tokens`, `completion_tokens`,
+    /// `input_tokens`, `output_tokens`, `total_tokens`). Such a reply is
+    /// [passed through](Reply::is_passed_through): its [`body`](Reply::body) is `null`,
+    /// and it is the last answer the face read, which the face sends.
     /// A call with a business id (its result is stored whole) and a fallback
-    /// endpoint's call read their answers whole as ever. So a reply that is not
-    /// [degraded](Reply::degraded) and not translated is the last answer the face read.
+    /// endpoint's call read their answers whole as ever.
     pub fn passing_through(&mut self) -> &mut Self {
         self.pass_through = true;
         self
@@ -410,7 +409,7 @@ impl<'c, E> Session<'c, E> {
     /// fallback endpoint's call starts in its place.
     fn on_finish(&mut self, now: Timestamp, finish: Finish) {
         let Finish::GaveUp(g) = finish else {
-            if let (Some(key), Some(body), false) =
+            if let (Some(key), Some(Answered::Whole(body)), false) =
                 (self.business_key(), &self.success, self.chain.started())
             {
                 self.shared.store_result(now, key, body);
@@ -490,10 +489,15 @@ impl<'c, E> Session<'c, E> {
             Some(t) if self.translates_for(attempt.target.endpoint) => RequestRef::Value(t),
             _ => self.request,
         };
-        let body = match self.bodies.get_mut(e) {
-            Some(Some(b)) => b.clone(),
-            Some(slot) => slot.insert(request.body_for(model, self.stream)).clone(),
-            None => request.body_for(model, self.stream),
+        let body = match request.as_it_is(model, self.stream) {
+            Some(bytes) => bytes,
+            None => {
+                let endpoints = shared.endpoints.len();
+                let bodies = &mut self.bodies;
+                prepared_body(bodies, endpoints, e, || {
+                    request.body_for(model, self.stream)
+                })
+            }
         };
         Outgoing {
             attempt,
@@ -530,28 +534,29 @@ impl<'c, E> Session<'c, E> {
             .is_some_and(|a| self.translates_for(a.target.endpoint));
         let peek =
             self.pass_through && !translated && self.business_id.is_none() && !self.chain.started();
-        let (mut outcome, mut json) = if peek {
+        let (mut outcome, mut answer) = if peek {
             outcome::response_peeked(status, headers, body, now.wall_unix)
         } else {
-            outcome::response(status, headers, body, now.wall_unix)
+            let (outcome, json) = outcome::response(status, headers, body, now.wall_unix);
+            (outcome, json.map(Answered::Whole))
         };
-        if let (true, Some(answer)) = (translated, &json) {
+        if let (true, Some(Answered::Whole(json))) = (translated, &answer) {
             let translated = match self.shape {
-                Some(Provider::Anthropic) => chat::to_anthropic_response(answer),
-                _ => chat::from_anthropic_response(answer, now.wall_unix),
+                Some(Provider::Anthropic) => chat::to_anthropic_response(json),
+                _ => chat::from_anthropic_response(json, now.wall_unix),
             };
             match translated {
-                Ok(answer) => json = Some(answer),
-                Err(_) => (outcome, json) = (outcome::malformed(outcome), None),
+                Ok(json) => answer = Some(Answered::Whole(json)),
+                Err(_) => (outcome, answer) = (outcome::malformed(outcome), None),
             }
         }
         self.last.source = None;
-        self.last.message = if json.is_some() {
+        self.last.message = if answer.is_some() {
             None
         } else {
             body::error_message(body).map(|m| self.shared.redact(&m))
         };
-        self.success = json;
+        self.success = answer;
         self.report(now.at, outcome);
     }
 
@@ -683,8 +688,9 @@ impl<'c, E> Session<'c, E> {
         let chain = std::mem::replace(&mut self.chain, Chain::new());
         match finish {
             Finish::Success { attempts, target } => {
-                let body = self.success.take().unwrap_or(Value::Null);
-                Ok(chain.succeeded(self.shared, body, attempts, target))
+                let answer = self.success.take();
+                let answer = answer.unwrap_or(Answered::Whole(Value::Null));
+                Ok(chain.succeeded(self.shared, answer, attempts, target))
             }
             Finish::GaveUp(g) => chain
                 .ended(self.shared)
@@ -802,6 +808,24 @@ impl Start<'_> {
             call = call.with_tokens(self.request.estimate_tokens(self.stream));
         }
         call
+    }
+}
+
+/// The body for endpoint `e` of `endpoints`, made by `prepare` once per endpoint and
+/// kept in `bodies` for the attempts after.
+fn prepared_body(
+    bodies: &mut Vec<Option<Bytes>>,
+    endpoints: usize,
+    e: usize,
+    prepare: impl FnOnce() -> Bytes,
+) -> Bytes {
+    if bodies.is_empty() {
+        *bodies = vec![None; endpoints];
+    }
+    match bodies.get_mut(e) {
+        Some(Some(b)) => b.clone(),
+        Some(slot) => slot.insert(prepare()).clone(),
+        None => prepare(),
     }
 }
 

@@ -137,6 +137,56 @@ fn a_raw_request_goes_as_it_came_unless_the_endpoint_renames_its_model() {
 }
 
 #[test]
+fn a_passed_through_answer_is_read_for_its_facts_and_checked_as_json() {
+    let shared = setup(Vec::new());
+    let raw = RawRequest::parse(Bytes::from_static(br#"{"model":"m-forced","messages":[]}"#))
+        .expect("a request");
+    let answer = br#"{"id":"c1","model":"m-served","choices":[{"message":{"content":"Hi"}}],
+                      "usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
+    let mut clock = Clock::new();
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &raw, false);
+    s.passing_through();
+    assert!(clock.next(&mut s).is_some());
+    // Not JSON: retried, as for a session that reads its answers whole.
+    s.on_response(clock.now(), 200, &HeaderMap::new(), b"{\"id\": ");
+    assert!(
+        clock.next(&mut s).is_some(),
+        "a malformed answer is retried"
+    );
+    s.on_response(clock.now(), 200, &HeaderMap::new(), answer);
+    assert!(clock.next(&mut s).is_none());
+    let reply = s.into_reply().expect("success");
+    assert!(reply.is_passed_through());
+    assert_eq!(
+        (reply.body.clone(), reply.attempts),
+        (serde_json::Value::Null, 2)
+    );
+    let usage = reply.usage().expect("usage");
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.total_tokens),
+        (5, 2, 7)
+    );
+    let by = reply.served_by().expect("served by");
+    assert_eq!(
+        (by.endpoint.as_str(), by.model.as_deref()),
+        ("openai", Some("m-served"))
+    );
+
+    // The same answer read whole, by a session that does not pass it on.
+    let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &raw, false);
+    assert!(clock.next(&mut s).is_some());
+    s.on_response(clock.now(), 200, &HeaderMap::new(), answer);
+    assert!(clock.next(&mut s).is_none());
+    let whole = s.into_reply().expect("success");
+    assert!(!whole.is_passed_through());
+    assert_eq!(whole.body["id"], "c1");
+    assert_eq!(
+        (whole.usage(), whole.served_by()),
+        (reply.usage(), reply.served_by())
+    );
+}
+
+#[test]
 fn a_give_up_keeps_the_last_error_without_the_key() {
     let mut clock = Clock::new();
     let shared = setup(Vec::new());

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use http::header::ACCEPT;
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use steadfast_core::engine::{Engine, EngineEvent};
@@ -22,7 +23,7 @@ use crate::fallback::{Degraded, Fallback, FallbackKind};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::options::RetryOverrides;
 use crate::provider::{IDEMPOTENCY_KEY, Provider, ProviderExt};
-use crate::reply::{Reply, ServedBy};
+use crate::reply::{Answered, Reply, ServedBy};
 use crate::telemetry::{Telemetry, TelemetryConfig};
 
 /// How to build a client: the policy, the endpoints, the fallbacks, the seed and the
@@ -387,25 +388,20 @@ impl Shared {
     }
 
     /// Who answered with `body` at `target`.
-    pub(crate) fn served_by(&self, target: Target, body: &Value) -> Option<ServedBy> {
+    pub(crate) fn served_by(&self, target: Target, model: Option<&str>) -> Option<ServedBy> {
         let slot = self.endpoints.get(usize::from(target.endpoint.0))?;
-        let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
         Some(ServedBy {
             endpoint: slot.name.clone(),
             provider: slot.provider,
-            model: model.or_else(|| slot.model.clone()),
+            model: model.map(str::to_owned).or_else(|| slot.model.clone()),
         })
     }
 
-    /// The reply of a call that succeeded at `target`.
-    pub(crate) fn reply(&self, body: Value, attempts: u32, target: Target) -> Reply {
-        Reply {
-            served_by: self.served_by(target, &body),
-            body,
-            attempts,
-            target: Some(target),
-            degraded: None,
-        }
+    /// The reply of a call that succeeded at `target` with `answer`.
+    pub(crate) fn reply(&self, answer: Answered, attempts: u32, target: Target) -> Reply {
+        let mut reply = Reply::answered(answer, attempts, |model| self.served_by(target, model));
+        reply.target = Some(target);
+        reply
     }
 
     /// Replaces every configured key of every endpoint found in `text` with `****`.
@@ -471,13 +467,13 @@ impl Shared {
         target: Option<Target>,
     ) -> Reply {
         self.metrics.on_fallback(via, &reason);
-        Reply {
-            served_by: target.and_then(|t| self.served_by(t, &body)),
-            body,
-            attempts,
-            target,
-            degraded: Some(Degraded { reason, via }),
-        }
+        let answer = Answered::Whole(body);
+        let mut reply = Reply::answered(answer, attempts, |model| {
+            target.and_then(|t| self.served_by(t, model))
+        });
+        reply.target = target;
+        reply.degraded = Some(Degraded { reason, via });
+        reply
     }
 
     /// Whether the engine is locked right now (for the tests that check no event is
@@ -522,6 +518,10 @@ fn take_events(engine: &mut Engine, batch: &mut [Option<EngineEvent>; EVENT_BATC
 /// sent: each attempt's key replaces it).
 const KEY_PLACEHOLDER: &str = "00000000-0000-0000-0000-000000000000";
 
+/// The `Accept` every attempt sends: what reqwest sends unless told otherwise, for
+/// every face alike (a JSON answer or an event stream, as the request asks).
+const ACCEPT_ANY: &str = "*/*";
+
 impl EndpointSlot {
     /// Endpoint `e` with every key's headers prepared.
     fn new(e: usize, def: EndpointDef, name: String) -> Result<EndpointSlot, SetupError> {
@@ -540,6 +540,7 @@ impl EndpointSlot {
                 // Its place, so that each attempt's key replaces it in the copy instead
                 // of growing it.
                 h.insert(IDEMPOTENCY_KEY, HeaderValue::from_static(KEY_PLACEHOLDER));
+                h.insert(ACCEPT, HeaderValue::from_static(ACCEPT_ANY));
                 Ok::<_, SetupError>(h)
             })
             .collect::<Result<Vec<_>, _>>()?;

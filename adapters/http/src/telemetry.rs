@@ -46,7 +46,7 @@ use steadfast_core::time::Timestamp;
 use crate::error::{CallError, Interruption};
 use crate::fallback::FallbackKind;
 use crate::raw_request::RequestRef;
-use crate::reply::Reply;
+use crate::reply::{Answered, Reply};
 use crate::session::{Session, Started};
 use crate::shared::{EndpointSlot, Shared};
 use crate::sse::StreamText;
@@ -215,7 +215,7 @@ impl CallTrace {
     }
 
     /// Attempt `id` ended with `outcome`; `body` is its answer when it had one.
-    pub(crate) fn on_outcome(&mut self, id: AttemptId, outcome: &Outcome, body: Option<&Value>) {
+    pub(crate) fn on_outcome(&mut self, id: AttemptId, outcome: &Outcome, body: Option<&Answered>) {
         if !ACTIVE {
             return;
         }
@@ -224,7 +224,9 @@ impl CallTrace {
             _ => None,
         };
         let error = ErrorType::of(outcome);
-        let answer = body.filter(|_| error.is_none()).map(Answer::of);
+        let answer = body
+            .filter(|_| error.is_none())
+            .map(|b| Answer::from(b.facts()));
         self.spans
             .outcome(id, status, error.as_ref(), answer.as_ref());
         self.error = error;
@@ -287,7 +289,7 @@ impl CallTrace {
             Ok(reply) => End {
                 attempts: reply.attempts,
                 fallback: reply.degraded.as_ref().map(|d| fallback_name(d.via)),
-                answer: Some(Answer::of(&reply.body)),
+                answer: Some(Answer::from(reply.facts())),
                 ..End::default()
             },
             Err(e) => self.failed(e),

@@ -19,7 +19,7 @@ use super::Gateway;
 use super::auth::Caller;
 use super::flight::{FlightKey, Flights, Join, Lead};
 use super::ledger::SharedTurn;
-use super::reply::{Answer, Body, GaveUp, X_ATTEMPTS, X_ENDPOINT, X_REPLAYED};
+use super::reply::{Answer, Body, GaveUp, X_ATTEMPTS, X_ENDPOINT, X_REPLAYED, attempts_value};
 use super::stream;
 
 /// The header OpenAI's SDKs send with their own timeout, in seconds.
@@ -244,9 +244,9 @@ fn success(gw: &Gateway, reply: &Reply, raw: Option<Bytes>) -> (Answer, bool) {
         },
         None => Answer::json(StatusCode::OK, &reply.body),
     };
-    let mut answer = answer.with_header(X_ATTEMPTS, reply.attempts);
-    if let Some(s) = reply.served_by() {
-        answer = answer.with_header(X_ENDPOINT, s.endpoint.as_str());
+    let mut answer = answer.with_header(X_ATTEMPTS, attempts_value(reply.attempts));
+    if let Some(name) = gw.endpoint_name(reply) {
+        answer = answer.with_header(X_ENDPOINT, name);
     }
     (answer, reply.degraded.is_none())
 }

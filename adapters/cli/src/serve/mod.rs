@@ -23,7 +23,8 @@ pub mod upstream;
 
 use std::sync::Arc;
 
-use steadfast_http::{ApiKey, EndpointDef};
+use http::HeaderValue;
+use steadfast_http::{ApiKey, EndpointDef, Reply};
 use tokio::sync::watch;
 
 use self::auth::GatewayKeys;
@@ -53,6 +54,8 @@ pub struct Gateway {
     pub metrics: GatewayMetrics,
     /// The `[gateway]` table.
     pub config: GatewayConfig,
+    /// Each endpoint's name as a header value, in the client's order.
+    endpoint_names: Vec<HeaderValue>,
     /// Turns true when the shutdown's grace period is over: in-flight calls end with a
     /// clean error instead of being cut.
     ending: watch::Receiver<bool>,
@@ -99,6 +102,10 @@ impl Gateway {
             })
             .collect();
         let routes = Routes::new(&routable, &parts.routes)?;
+        let endpoint_names = names
+            .iter()
+            .map(|n| HeaderValue::from_str(n).unwrap_or(HeaderValue::from_static("")))
+            .collect();
         let (tx, rx) = watch::channel(false);
         let c = &parts.config;
         let upstream = Upstream::new(&parts.client)?;
@@ -112,9 +119,21 @@ impl Gateway {
             ),
             metrics: GatewayMetrics::default(),
             config: parts.config,
+            endpoint_names,
             ending: rx,
         };
         Ok((gateway, Ender(tx)))
+    }
+
+    /// The name of the endpoint that served a reply, as a header value.
+    pub fn endpoint_name(&self, reply: &Reply) -> Option<HeaderValue> {
+        let by = reply.served_by()?;
+        let kept = reply
+            .target
+            .and_then(|t| self.endpoint_names.get(usize::from(t.endpoint.0)))
+            .filter(|v| v.as_bytes() == by.endpoint.as_bytes());
+        kept.cloned()
+            .or_else(|| HeaderValue::from_str(&by.endpoint).ok())
     }
 
     /// Resolves once the shutdown's grace period is over (never before a shutdown).

@@ -31,6 +31,15 @@ pub const X_GIVE_UP: HeaderName = HeaderName::from_static("x-steadfast-give-up")
 /// `x-steadfast-replayed`: how an answer sent again was kept.
 pub const X_REPLAYED: HeaderName = HeaderName::from_static("x-steadfast-replayed");
 
+/// The value of [`X_ATTEMPTS`] for `n` attempts (a small count without allocating).
+pub fn attempts_value(n: u32) -> HeaderValue {
+    const SMALL: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    match usize::try_from(n).ok().and_then(|i| SMALL.get(i)) {
+        Some(digits) => HeaderValue::from_static(digits),
+        None => HeaderValue::from(n),
+    }
+}
+
 /// A whole body.
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
@@ -169,7 +178,7 @@ impl GaveUp {
                 .with_header(RETRY_AFTER_MS, ms.to_string());
         }
         a.with_header(X_GIVE_UP, HeaderValue::from_static(self.reason))
-            .with_header(X_ATTEMPTS, self.attempts)
+            .with_header(X_ATTEMPTS, attempts_value(self.attempts))
     }
 }
 
@@ -192,5 +201,17 @@ fn last_kind<E>(e: &steadfast_http::CallError<E>) -> ApiErrorKind {
         (_, Some(status)) if status >= 400 => ApiErrorKind::from_status(status),
         (Some(_), _) => ApiErrorKind::Server,
         (None, _) => ApiErrorKind::Overloaded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_values_are_the_counts() {
+        for n in [0, 1, 9, 10, 12, 1000, u32::MAX] {
+            assert_eq!(attempts_value(n), n.to_string().as_str(), "{n}");
+        }
     }
 }

@@ -13,10 +13,11 @@
 
 use std::error::Error;
 use std::fmt;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Uri, header};
+use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Incoming};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
@@ -30,7 +31,7 @@ use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
 use steadfast_http::{CallOptions, Now, Outgoing, RawRequest, Reply, Session, Shared, Step};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// A call through [`Upstream`] that gave up; its source is the last attempt's error.
 pub type UpstreamCallError = steadfast_http::CallError<UpstreamError>;
@@ -101,9 +102,6 @@ impl fmt::Debug for Upstream {
     }
 }
 
-/// What the client sends unless the request says otherwise (reqwest's default).
-const ACCEPT_ANY: HeaderValue = HeaderValue::from_static("*/*");
-
 impl Upstream {
     /// The transport for `client`'s endpoints, connecting within the policy's
     /// connect timeout.
@@ -160,7 +158,8 @@ impl Upstream {
     /// that body untranslated (in `options.shape`, from the last attempt, not a
     /// fallback's), so that it can be passed on as it came. The session passes such
     /// bodies through ([`Session::passing_through`]): it reads them only for their
-    /// `model` and `usage`, and the reply's body holds only those.
+    /// `model` and `usage`, and the reply's body is then `null`
+    /// ([`Reply::is_passed_through`]).
     pub async fn chat(
         &self,
         shared: &Shared,
@@ -197,11 +196,12 @@ impl Upstream {
                     }
                     Step::Done => {
                         let reply = s.take_reply()?;
-                        let untranslated = reply.degraded.is_none()
-                            && reply
-                                .served_by
-                                .as_ref()
-                                .is_some_and(|by| Some(by.provider) == options.shape);
+                        let untranslated = reply.is_passed_through()
+                            || reply.degraded.is_none()
+                                && reply
+                                    .served_by
+                                    .as_ref()
+                                    .is_some_and(|by| Some(by.provider) == options.shape);
                         return Ok((reply, last.filter(|_| untranslated)));
                     }
                 }
@@ -213,9 +213,11 @@ impl Upstream {
     /// Sends `out` and reads its answer whole, all within the attempt's timeout, and
     /// reports what came of it; returns the body of a 2xx answer.
     async fn exchange(&self, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Bytes> {
-        let by = Instant::now() + out.attempt.timeout;
+        // One timer for the whole exchange, set once: the send and every frame race it.
+        let deadline = tokio::time::sleep_until(Instant::now() + out.attempt.timeout);
+        tokio::pin!(deadline);
         let max = s.max_body();
-        let resp = match tokio::time::timeout_at(by, self.send(out)).await {
+        let resp = match within(&mut deadline, self.send(out)).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) if head_too_large(&e) => {
                 s.on_head_too_large(self.now(), Some(e));
@@ -239,7 +241,7 @@ impl Upstream {
             return None;
         };
         loop {
-            let e = match tokio::time::timeout_at(by, body.frame()).await {
+            let e = match within(&mut deadline, body.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     let Ok(piece) = frame.into_data() else {
                         continue;
@@ -273,12 +275,21 @@ impl Upstream {
         *req.method_mut() = Method::POST;
         *req.uri_mut() = uri;
         *req.headers_mut() = out.headers;
-        req.headers_mut()
-            .entry(header::ACCEPT)
-            .or_insert(ACCEPT_ANY);
         self.http.request(req).await.map_err(UpstreamError::Send)
     }
 }
+
+/// `work`'s output, unless `deadline` passes first (`Err`).
+async fn within<F: Future>(deadline: &mut Pin<&mut Sleep>, work: F) -> Result<F::Output, Elapsed> {
+    tokio::select! {
+        biased;
+        out = work => Ok(out),
+        () = deadline.as_mut() => Err(Elapsed),
+    }
+}
+
+/// The deadline of an exchange passed.
+struct Elapsed;
 
 /// What failed, given whether a status line had arrived when it did.
 fn transport(e: &UpstreamError, status_seen: bool) -> Transport {

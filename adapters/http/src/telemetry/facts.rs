@@ -7,12 +7,13 @@
 
 use std::borrow::Cow;
 
+#[cfg(test)]
 use serde_json::Value;
 use steadfast_core::outcome::{BodyState, Outcome, TransportKind};
 use steadfast_core::retry::GiveUpReason;
 
 use crate::provider::Provider;
-use crate::reply::usage_of;
+use crate::reply::AnswerFacts;
 
 /// `gen_ai.operation.name`: steadfast makes chat calls only.
 pub(crate) const OPERATION: &str = "chat";
@@ -133,12 +134,18 @@ pub(crate) struct Answer {
 
 impl Answer {
     /// The facts of a body of either provider.
+    #[cfg(test)]
     pub(crate) fn of(body: &Value) -> Answer {
-        let usage = usage_of(body);
+        Answer::from(AnswerFacts::of(body))
+    }
+}
+
+impl From<AnswerFacts> for Answer {
+    fn from(facts: AnswerFacts) -> Answer {
         Answer {
-            model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-            input_tokens: usage.map(|u| u.input_tokens),
-            output_tokens: usage.map(|u| u.output_tokens),
+            model: facts.model,
+            input_tokens: facts.usage.map(|u| u.input_tokens),
+            output_tokens: facts.usage.map(|u| u.output_tokens),
         }
     }
 }
