@@ -79,6 +79,7 @@ mod peek;
 mod provider;
 mod raw_request;
 mod reply;
+mod scan;
 mod session;
 mod shared;
 pub mod sse;

@@ -7,11 +7,10 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use serde::de::MapAccess;
 use serde_json::Value;
 
 use crate::body;
-use crate::peek::{ObjectOrNone, ObjectReader, Scalar, ScalarSeed, each_named, read_whole};
+use crate::scan::{self, RawStr, Scanned};
 
 /// A chat request's JSON body and what was read of it: its `model`, whether it asks
 /// for a stream, and the completion's token cap. A key given twice counts as its
@@ -52,22 +51,29 @@ impl std::error::Error for RawRequestError {
     }
 }
 
-/// The top-level keys read: `model`, `stream`, then the completion's token caps in
-/// the order [`body::estimate_tokens`] takes them.
-const READ: [&str; 4] = ["model", "stream", "max_tokens", "max_completion_tokens"];
-
 impl RawRequest {
     /// Reads `bytes` (the whole JSON text is checked, only the keys the policy needs
     /// are kept).
     pub fn parse(bytes: Bytes) -> Result<RawRequest, RawRequestError> {
-        let head = read_whole(&bytes, ObjectOrNone(HeadReader)).map_err(RawRequestError::Json)?;
-        let head = head.ok_or(RawRequestError::NotAnObject)?;
+        let mut head = Head::default();
+        let parsed = OnceLock::new();
+        match scan::members(&bytes, |key, value| head.read(key, value)) {
+            Some(true) => {}
+            Some(false) => return Err(RawRequestError::NotAnObject),
+            None => {
+                // What the scan refuses `serde_json` refuses too; were it not so, the
+                // parsed value says.
+                let v: Value = serde_json::from_slice(&bytes).map_err(RawRequestError::Json)?;
+                head = Head::of(&v).ok_or(RawRequestError::NotAnObject)?;
+                let _ = parsed.set(v);
+            }
+        }
         Ok(RawRequest {
             model: head.model,
             stream: head.stream,
             max_tokens: head.max_tokens.or(head.max_completion_tokens),
             bytes,
-            parsed: OnceLock::new(),
+            parsed,
         })
     }
 
@@ -187,25 +193,30 @@ struct Head {
     max_completion_tokens: Option<u64>,
 }
 
-/// Reads a request object's [`Head`].
-struct HeadReader;
+impl Head {
+    /// Reads one member of the request object.
+    fn read(&mut self, key: RawStr<'_>, value: Scanned<'_>) {
+        if key.is("model") {
+            self.model = value.into_string();
+        } else if key.is("stream") {
+            self.stream = value == Scanned::Bool(true);
+        } else if key.is("max_tokens") {
+            self.max_tokens = value.as_u64();
+        } else if key.is("max_completion_tokens") {
+            self.max_completion_tokens = value.as_u64();
+        }
+    }
 
-impl<'de> ObjectReader<'de> for HeadReader {
-    type Out = Head;
-
-    fn read<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
-        let mut head = Head::default();
-        each_named(&mut map, &READ, |key, map| {
-            let value = map.next_value_seed(ScalarSeed)?;
-            match key {
-                "model" => head.model = value.into_string(),
-                "stream" => head.stream = matches!(value, Scalar::Bool(true)),
-                "max_tokens" => head.max_tokens = value.as_u64(),
-                _ => head.max_completion_tokens = value.as_u64(),
-            }
-            Ok(())
-        })?;
-        Ok(head)
+    /// The head of a parsed request; `None` when it is not an object.
+    fn of(v: &Value) -> Option<Head> {
+        let o = v.as_object()?;
+        let n = |k: &str| o.get(k).and_then(Value::as_u64);
+        Some(Head {
+            model: o.get("model").and_then(Value::as_str).map(str::to_owned),
+            stream: o.get("stream") == Some(&Value::Bool(true)),
+            max_tokens: n("max_tokens"),
+            max_completion_tokens: n("max_completion_tokens"),
+        })
     }
 }
 

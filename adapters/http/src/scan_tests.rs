@@ -1,0 +1,264 @@
+use std::fmt;
+
+use proptest::prelude::*;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+
+use super::*;
+
+/// A member as a session reads it: strings decoded, non-negative integers as
+/// `as_u64` reads them, any other number alike, objects parsed, the rest alike.
+fn read(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => n.as_u64().map_or(Value::from("a number"), Value::from),
+        Value::Array(_) | Value::Null => Value::Null,
+        other => other.clone(),
+    }
+}
+
+/// The scan's verdict on `text` and the members it read.
+fn scanned(text: &[u8]) -> Option<(bool, Vec<(String, Value)>)> {
+    let mut seen = Vec::new();
+    let object = members(text, |key, value| {
+        let v = match value {
+            Scanned::Str(s) => Value::String(s.decoded()),
+            Scanned::Bool(b) => Value::Bool(b),
+            Scanned::Number(_) => value.as_u64().map_or(Value::from("a number"), Value::from),
+            Scanned::Object(o) => serde_json::from_slice(o).expect("an object the scan checked"),
+            Scanned::Other => Value::Null,
+        };
+        seen.push((key.decoded(), v));
+    })?;
+    Some((object, seen))
+}
+
+/// `serde_json`'s verdict on `text` (`None`: it refuses it) and the members in order,
+/// a key given twice seen twice.
+fn expected(text: &[u8]) -> Option<(bool, Vec<(String, Value)>)> {
+    let v: Value = serde_json::from_slice(text).ok()?;
+    if !v.is_object() {
+        return Some((false, Vec::new()));
+    }
+    let InOrder(entries) = serde_json::from_slice(text).expect("an object");
+    Some((
+        true,
+        entries.iter().map(|(k, v)| (k.clone(), read(v))).collect(),
+    ))
+}
+
+/// An object's members in order.
+struct InOrder(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for InOrder {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<InOrder, D::Error> {
+        d.deserialize_map(InOrderVisitor)
+    }
+}
+
+struct InOrderVisitor;
+
+impl<'de> Visitor<'de> for InOrderVisitor {
+    type Value = InOrder;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<InOrder, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = map.next_entry::<String, Value>()? {
+            entries.push(entry);
+        }
+        Ok(InOrder(entries))
+    }
+}
+
+fn accepts(text: &[u8]) -> bool {
+    members(text, |_, _| {}).is_some()
+}
+
+fn agrees(text: &[u8]) {
+    assert_eq!(
+        scanned(text),
+        expected(text),
+        "{:?}",
+        String::from_utf8_lossy(text)
+    );
+}
+
+#[test]
+fn reads_members_in_order_with_their_strings_decoded() {
+    let text = br#" {"model":"gpt\u002d4o","mod\u0065l":"x\"y\\z\/\n","n":12,"f":1.5,
+                     "neg":-3,"big":18446744073709551616,"ok":true,"u":{"a":[1,{"b":null}]},
+                     "s":"\ud83d\ude00 caf\u00e9 \u00e9t\u00e9","l":[],"z":null} "#;
+    let (object, seen) = scanned(text).expect("JSON");
+    assert!(object);
+    let keys: Vec<&str> = seen.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "model", "model", "n", "f", "neg", "big", "ok", "u", "s", "l", "z"
+        ]
+    );
+    assert_eq!(seen[0].1, "gpt-4o");
+    assert_eq!(seen[1].1, "x\"y\\z/\n");
+    assert_eq!(seen[2].1, 12);
+    assert_eq!(seen[8].1, "\u{1F600} café été");
+    agrees(text);
+}
+
+#[test]
+fn agrees_with_serde_json_on_edge_cases() {
+    let cases: &[&[u8]] = &[
+        b"",
+        b" ",
+        b"{}",
+        b"[]",
+        b"{",
+        b"}",
+        b"{} {}",
+        b"{},",
+        b"null",
+        b"nul",
+        b"true",
+        b"truex",
+        b"\"s\"",
+        b"\"s",
+        b"0",
+        b"-0",
+        b"01",
+        b"-",
+        b"1.",
+        b".5",
+        b"1e",
+        b"1e+",
+        b"1E-2",
+        b"1e400",
+        b"-1e400",
+        b"1e-400",
+        b"1.5e308",
+        b"2e308",
+        b"+1",
+        b"0x1",
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"-9223372036854775809",
+        b"{\"a\":1,}",
+        b"{\"a\" 1}",
+        b"{\"a\":}",
+        b"{a:1}",
+        b"{\"a\":1 \"b\":2}",
+        b"[1,]",
+        b"[,1]",
+        b"[1 2]",
+        b"{\"a\":[}",
+        b"\"\\x\"",
+        b"\"\\u12\"",
+        b"\"\\u12G4\"",
+        b"\"\\ud800\"",
+        b"\"\\udc00\"",
+        b"\"\\ud800\\u0041\"",
+        b"\"\\ud800\\udc00\"",
+        b"\"\\ud800\\\\udc00\"",
+        b"\"a\tb\"",
+        b"\"a\x7fb\"",
+        b"\"\xff\"",
+        b"\"\xc3\xa9\"",
+        b"\xef\xbb\xbf{}",
+        b"{\"\xc3\xa9\":1}",
+        b" \t\n\r{} \t\n\r",
+        b"\x0c{}",
+        b"{\"a\":1}\x00",
+        b"[\"\\/\\b\\f\\n\\r\\t\"]",
+        b"{\"usage\":{\"total_tokens\":3},\"usage\":7}",
+        b"[[[]]]",
+        b"{\"a\":{\"b\":{}}}",
+    ];
+    for text in cases {
+        agrees(text);
+    }
+}
+
+#[test]
+fn nests_as_deep_as_serde_json_allows_and_no_deeper() {
+    for depth in [126, 127, 128, 200] {
+        let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        agrees(arrays.as_bytes());
+        let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+        agrees(objects.as_bytes());
+    }
+    assert!(members("[".repeat(127).as_bytes(), |_, _| {}).is_none());
+    let deepest = format!("{}{}", "[".repeat(127), "]".repeat(127));
+    assert_eq!(members(deepest.as_bytes(), |_, _| {}), Some(false));
+}
+
+/// Any JSON value, its strings from a mix of plain, escaped and non-ASCII characters.
+fn json() -> impl Strategy<Value = Value> {
+    let text = "[a-z\"\\\\/\\x00-\\x1fé€\u{1F600} ]{0,8}";
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e300f64..1e300).prop_map(Value::from),
+        text.prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((text, inner), 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every JSON text, compact or pretty, is read as `serde_json` reads it.
+    #[test]
+    fn reads_every_json_text_as_serde_json_does(v in json(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_vec_pretty(&v)
+        } else {
+            serde_json::to_vec(&v)
+        };
+        let text = text.expect("a value serializes");
+        prop_assert!(accepts(&text));
+        agrees(&text);
+    }
+
+    /// The plain run of a string ends where a byte-by-byte look says it does.
+    #[test]
+    fn a_plain_run_ends_at_the_first_stop(
+        bytes in prop::collection::vec(prop_oneof![1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0x00..0x20u8, 12 => 0x20..0x80u8, 6 => 0x80..=0xffu8], 0..40),
+        start in 0..40usize,
+    ) {
+        let start = start.min(bytes.len());
+        let naive = bytes
+            .iter()
+            .skip(start)
+            .position(|&b| STOPS[usize::from(b)])
+            .map_or(bytes.len(), |i| start + i);
+        prop_assert_eq!(plain_run(&bytes, start), naive);
+    }
+
+    /// A JSON text with a byte changed, dropped or added is accepted exactly when
+    /// `serde_json` accepts it, and then read alike.
+    #[test]
+    fn a_damaged_text_is_refused_exactly_when_serde_json_refuses_it(
+        v in json(),
+        at in any::<prop::sample::Index>(),
+        byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'1'), Just(b'e'), Just(0xff), any::<u8>()],
+        how in 0..3u8,
+    ) {
+        let mut text = serde_json::to_vec(&serde_json::json!({"model": "m", "v": v})).expect("serializes");
+        let i = at.index(text.len());
+        match how {
+            0 => text[i] = byte,
+            1 => { text.remove(i); }
+            _ => text.insert(i, byte),
+        }
+        agrees(&text);
+    }
+}
