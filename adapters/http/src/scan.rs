@@ -216,13 +216,8 @@ impl<'a> Scan<'a> {
     /// An object (at its `{`), calling `each` with its members.
     fn object(&mut self, depth: u32, mut each: impl FnMut(RawStr<'a>, Scanned<'a>)) -> Option<()> {
         let depth = enter(depth)?;
-        self.at += 1;
-        self.skip_space();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
+        let mut more = self.opened(b'}');
+        while more {
             self.skip_space();
             if self.peek() != Some(b'"') {
                 return None;
@@ -231,39 +226,44 @@ impl<'a> Scan<'a> {
             self.expect(b':')?;
             let value = self.value(depth)?;
             each(key, value);
-            self.skip_space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+            more = self.after_item(b'}')?;
         }
+        Some(())
     }
 
     /// An array (at its `[`).
     fn array(&mut self, depth: u32) -> Option<()> {
         let depth = enter(depth)?;
+        let mut more = self.opened(b']');
+        while more {
+            self.value(depth)?;
+            more = self.after_item(b']')?;
+        }
+        Some(())
+    }
+
+    /// Takes a container's opening byte; whether an item follows (false: it closed at
+    /// once with `close`, taken).
+    fn opened(&mut self, close: u8) -> bool {
         self.at += 1;
         self.skip_space();
-        if self.peek() == Some(b']') {
+        let empty = self.peek() == Some(close);
+        if empty {
             self.at += 1;
-            return Some(());
         }
-        loop {
-            self.value(depth)?;
-            self.skip_space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+        !empty
+    }
+
+    /// Takes what follows an item: a comma (`Some(true)`: another item follows) or
+    /// `close` (`Some(false)`); `None` for anything else.
+    fn after_item(&mut self, close: u8) -> Option<bool> {
+        self.skip_space();
+        let next = self.peek()?;
+        if next != b',' && next != close {
+            return None;
         }
+        self.at += 1;
+        Some(next == b',')
     }
 
     /// A string (at its opening quote).
