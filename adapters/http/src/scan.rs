@@ -127,13 +127,24 @@ impl Scanned<'_> {
 /// value; `None`: not JSON.
 pub(crate) fn members<'a>(
     text: &'a [u8],
-    each: impl FnMut(RawStr<'a>, Scanned<'a>),
+    mut each: impl FnMut(RawStr<'a>, Scanned<'a>),
 ) -> Option<bool> {
     let mut scan = Scan { text, at: 0 };
-    scan.skip_space();
-    let object = scan.peek() == Some(b'{');
+    let object = scan.token()? == b'{';
     if object {
-        scan.object(0, each)?;
+        scan.at += 1;
+        if scan.token()? == b'}' {
+            scan.at += 1;
+        } else {
+            loop {
+                let key = scan.key()?;
+                let value = scan.value(1)?;
+                each(key, value);
+                if !scan.after_item(b'}')? {
+                    break;
+                }
+            }
+        }
     } else {
         scan.value(0)?;
     }
@@ -162,103 +173,131 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+    /// The next byte that is not space (left in place); `None` at the end.
+    #[inline(always)]
+    fn token(&mut self) -> Option<u8> {
+        match self.text.get(self.at) {
+            Some(&b) if b > b' ' => Some(b),
+            _ => {
+                self.skip_space();
+                self.text.get(self.at).copied()
+            }
+        }
     }
 
     fn skip_space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.at) {
             self.at += 1;
         }
     }
 
-    /// Takes `byte`, after any space.
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        self.skip_space();
-        (self.peek() == Some(byte)).then(|| self.at += 1)
+    /// A member's key and the colon after it (at the space before the key).
+    #[inline(always)]
+    fn key(&mut self) -> Option<RawStr<'a>> {
+        if self.token()? != b'"' {
+            return None;
+        }
+        let key = self.string()?;
+        if self.token()? != b':' {
+            return None;
+        }
+        self.at += 1;
+        Some(key)
     }
 
-    /// The text from `start` to here.
-    fn since(&self, start: usize) -> Option<&'a [u8]> {
-        self.text.get(start..self.at)
-    }
-
-    /// One value at nesting `depth` (the containers around it).
-    fn value(&mut self, depth: u32) -> Option<Scanned<'a>> {
-        self.skip_space();
+    /// One value inside `outer` arrays and objects (at the space before it).
+    fn value(&mut self, outer: u32) -> Option<Scanned<'a>> {
+        let first = self.token()?;
         let start = self.at;
-        Some(match self.peek()? {
-            b'"' => Scanned::Str(self.string()?),
+        match first {
             b'{' => {
-                self.object(depth, |_, _| {})?;
-                Scanned::Object(self.since(start)?)
+                self.container(outer)?;
+                Some(Scanned::Object(self.text.get(start..self.at)?))
             }
             b'[' => {
-                self.array(depth)?;
-                Scanned::Other
+                self.container(outer)?;
+                Some(Scanned::Other)
             }
-            b't' => self.literal("true", Scanned::Bool(true))?,
-            b'f' => self.literal("false", Scanned::Bool(false))?,
-            b'n' => self.literal("null", Scanned::Other)?,
+            _ => self.scalar(first),
+        }
+    }
+
+    /// A value that is not an array or an object (at `first`, its first byte).
+    #[inline(always)]
+    fn scalar(&mut self, first: u8) -> Option<Scanned<'a>> {
+        Some(match first {
+            b'"' => Scanned::Str(self.string()?),
+            b't' => self.literal(b"true", Scanned::Bool(true))?,
+            b'f' => self.literal(b"false", Scanned::Bool(false))?,
+            b'n' => self.literal(b"null", Scanned::Other)?,
             b'-' | b'0'..=b'9' => Scanned::Number(self.number()?),
             _ => return None,
         })
     }
 
-    fn literal(&mut self, word: &str, value: Scanned<'a>) -> Option<Scanned<'a>> {
-        let end = self.at.checked_add(word.len())?;
-        (self.text.get(self.at..end)? == word.as_bytes()).then(|| {
-            self.at = end;
+    fn literal(&mut self, word: &[u8], value: Scanned<'a>) -> Option<Scanned<'a>> {
+        let rest = self.text.get(self.at..)?;
+        rest.starts_with(word).then(|| {
+            self.at += word.len();
             value
         })
     }
 
-    /// An object (at its `{`), calling `each` with its members.
-    fn object(&mut self, depth: u32, mut each: impl FnMut(RawStr<'a>, Scanned<'a>)) -> Option<()> {
-        let depth = enter(depth)?;
-        let mut more = self.opened(b'}');
-        while more {
-            self.skip_space();
-            if self.peek() != Some(b'"') {
-                return None;
+    /// An array or an object inside `outer` others (at its opening byte), checked
+    /// whole in one loop: `open` holds, a bit a level, which of the containers open
+    /// inside it are objects.
+    fn container(&mut self, outer: u32) -> Option<()> {
+        let room = MAX_DEPTH.checked_sub(outer)?;
+        let mut depth = 0u32;
+        let mut objects = 0u128;
+        let mut first = self.token()?;
+        loop {
+            if let b'{' | b'[' = first {
+                if depth >= room {
+                    return None;
+                }
+                depth += 1;
+                let object = first == b'{';
+                objects = objects << 1 | u128::from(object);
+                self.at += 1;
+                let close = if object { b'}' } else { b']' };
+                if self.token()? != close {
+                    if object {
+                        self.key()?;
+                    }
+                    first = self.token()?;
+                    continue;
+                }
+                self.at += 1;
+                depth -= 1;
+                objects >>= 1;
+            } else {
+                self.scalar(first)?;
             }
-            let key = self.string()?;
-            self.expect(b':')?;
-            let value = self.value(depth)?;
-            each(key, value);
-            more = self.after_item(b'}')?;
+            // After an item: close what ends here, up to the next item.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                let object = objects & 1 == 1;
+                if self.after_item(if object { b'}' } else { b']' })? {
+                    if object {
+                        self.key()?;
+                    }
+                    break;
+                }
+                depth -= 1;
+                objects >>= 1;
+            }
+            first = self.token()?;
         }
-        Some(())
-    }
-
-    /// An array (at its `[`).
-    fn array(&mut self, depth: u32) -> Option<()> {
-        let depth = enter(depth)?;
-        let mut more = self.opened(b']');
-        while more {
-            self.value(depth)?;
-            more = self.after_item(b']')?;
-        }
-        Some(())
-    }
-
-    /// Takes a container's opening byte; whether an item follows (false: it closed at
-    /// once with `close`, taken).
-    fn opened(&mut self, close: u8) -> bool {
-        self.at += 1;
-        self.skip_space();
-        let empty = self.peek() == Some(close);
-        if empty {
-            self.at += 1;
-        }
-        !empty
     }
 
     /// Takes what follows an item: a comma (`Some(true)`: another item follows) or
     /// `close` (`Some(false)`); `None` for anything else.
+    #[inline(always)]
     fn after_item(&mut self, close: u8) -> Option<bool> {
-        self.skip_space();
-        let next = self.peek()?;
+        let next = self.token()?;
         if next != b',' && next != close {
             return None;
         }
@@ -267,120 +306,117 @@ impl<'a> Scan<'a> {
     }
 
     /// A string (at its opening quote).
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Option<RawStr<'a>> {
-        self.at += 1;
-        let start = self.at;
+        let start = self.at + 1;
+        let mut at = start;
         let mut escaped = false;
         let mut ascii = true;
         loop {
-            self.at = plain_run(self.text, self.at);
-            match self.peek()? {
-                b'"' => {
-                    let text = self.since(start)?;
-                    self.at += 1;
-                    if !ascii {
-                        std::str::from_utf8(text).ok()?;
-                    }
-                    return Some(RawStr { text, escaped });
-                }
+            at = plain_run(self.text, at);
+            match *self.text.get(at)? {
+                b'"' => break,
                 b'\\' => {
                     escaped = true;
-                    self.escape()?;
+                    at = escape(self.text, at)?;
                 }
                 0x80.. => {
                     ascii = false;
-                    self.at += 1;
+                    at += 1;
                 }
                 _ => return None,
             }
         }
-    }
-
-    /// An escape (at its backslash).
-    fn escape(&mut self) -> Option<()> {
-        self.at += 1;
-        match self.peek()? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
-            b'u' => {
-                let unit = self.unit()?;
-                if is_lead(unit) {
-                    let next = self.text.get(self.at..self.at.checked_add(2)?)?;
-                    if next != b"\\u" {
-                        return None;
-                    }
-                    self.at += 1;
-                    if !is_trail(self.unit()?) {
-                        return None;
-                    }
-                } else if is_trail(unit) {
-                    return None;
-                }
-            }
-            _ => return None,
+        let text = self.text.get(start..at)?;
+        if !ascii {
+            std::str::from_utf8(text).ok()?;
         }
-        Some(())
-    }
-
-    /// The four hex digits after a `u` (at the `u`).
-    fn unit(&mut self) -> Option<u32> {
-        let start = self.at.checked_add(1)?;
-        let end = start.checked_add(4)?;
-        let hex = self.text.get(start..end)?;
-        let unit = hex.iter().try_fold(0u32, |n, &h| {
-            let digit = char::from(h).to_digit(16)?;
-            Some(n << 4 | digit)
-        })?;
-        self.at = end;
-        Some(unit)
+        self.at = at + 1;
+        Some(RawStr { text, escaped })
     }
 
     /// A number (at its first character): JSON's grammar, and a value `f64` holds.
     fn number(&mut self) -> Option<&'a [u8]> {
         let start = self.at;
-        if self.peek() == Some(b'-') {
-            self.at += 1;
+        let mut at = start;
+        if self.text.get(at) == Some(&b'-') {
+            at += 1;
         }
-        match self.peek()? {
-            b'0' => self.at += 1,
-            b'1'..=b'9' => self.digits(),
+        match self.text.get(at)? {
+            b'0' => at += 1,
+            b'1'..=b'9' => at = digits(self.text, at),
             _ => return None,
         }
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            self.some_digits()?;
+        if self.text.get(at) == Some(&b'.') {
+            at = some_digits(self.text, at + 1)?;
         }
         let mut exponent = false;
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
+        if let Some(b'e' | b'E') = self.text.get(at) {
+            at += 1;
+            if let Some(b'+' | b'-') = self.text.get(at) {
+                at += 1;
             }
-            self.some_digits()?;
+            at = some_digits(self.text, at)?;
             exponent = true;
         }
-        let text = self.since(start)?;
+        let text = self.text.get(start..at)?;
         // A number beyond `f64` is refused. Without an exponent only one of over 300
         // digits can be.
         if exponent || text.len() > 300 {
             let written = std::str::from_utf8(text).ok()?;
             written.parse::<f64>().ok().filter(|f| f.is_finite())?;
         }
+        self.at = at;
         Some(text)
     }
+}
 
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
+/// Where the escape at `at` (its backslash) ends, when it is one JSON allows: a
+/// `\u` lead surrogate only with its `\u` trail.
+fn escape(text: &[u8], at: usize) -> Option<usize> {
+    let at = at + 1;
+    match text.get(at)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(at + 1),
+        b'u' => {
+            let first = unit(text, at)?;
+            let after = at + 5;
+            if is_lead(first) {
+                if text.get(after..)?.first_chunk() != Some(b"\\u") {
+                    return None;
+                }
+                unit(text, after + 1).filter(|u| is_trail(*u))?;
+                Some(after + 6)
+            } else if is_trail(first) {
+                None
+            } else {
+                Some(after)
+            }
         }
+        _ => None,
     }
+}
 
-    /// At least one digit.
-    fn some_digits(&mut self) -> Option<()> {
-        let start = self.at;
-        self.digits();
-        (self.at > start).then_some(())
+/// The four hex digits after the `u` at `at`.
+fn unit(text: &[u8], at: usize) -> Option<u32> {
+    let hex: &[u8; 4] = text.get(at + 1..)?.first_chunk()?;
+    hex.iter().try_fold(0u32, |n, &h| {
+        let digit = char::from(h).to_digit(16)?;
+        Some(n << 4 | digit)
+    })
+}
+
+/// Where the digits from `at` end.
+fn digits(text: &[u8], mut at: usize) -> usize {
+    while text.get(at).is_some_and(u8::is_ascii_digit) {
+        at += 1;
     }
+    at
+}
+
+/// Where the digits from `at` end, when there is at least one.
+fn some_digits(text: &[u8], at: usize) -> Option<usize> {
+    let end = digits(text, at);
+    (end > at).then_some(end)
 }
 
 /// Where the plain run of a string that goes on at `at` ends: at the first of
@@ -391,11 +427,8 @@ fn plain_run(bytes: &[u8], mut at: usize) -> usize {
     // A byte's high bit is set where the byte is below `n` (for n <= 0x80); a flag
     // may also be set above a true one, never below, so the lowest flag is exact.
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
-    while let Some(chunk) = at.checked_add(8).and_then(|end| bytes.get(at..end)) {
-        let Ok(eight) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let x = u64::from_le_bytes(eight);
+    while let Some(eight) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let x = u64::from_le_bytes(*eight);
         let stops =
             below(x, 0x20) | below(x ^ (ONES * 0x22), 1) | below(x ^ (ONES * 0x5c), 1) | x & HIGH;
         if stops != 0 {
@@ -407,11 +440,6 @@ fn plain_run(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
-}
-
-/// The depth inside one more container, when that is allowed.
-fn enter(depth: u32) -> Option<u32> {
-    (depth < MAX_DEPTH).then_some(depth + 1)
 }
 
 #[cfg(test)]
