@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use steadfast_cli::cli::serve::parts;
 use steadfast_cli::serve::{self, Gateway, Running, config};
 use steadfast_http::ApiKey;
+use steadfast_upstream::dist::Dist;
 use support::{Fault, MockServer, server};
 
 const MOCK_VAR: &str = "MOCK_KEY";
@@ -661,6 +662,124 @@ async fn shutdown_lets_in_flight_requests_finish() {
         .send()
         .await;
     assert!(after.is_err(), "no longer accepting");
+}
+
+/// A request to each API for its own provider's model.
+fn each_api(stream: bool) -> [(&'static str, Value); 2] {
+    [
+        ("/v1/chat/completions", openai_body("gpt-4o-mini", stream)),
+        (
+            "/v1/messages",
+            anthropic_body("claude-3-5-haiku-latest", stream),
+        ),
+    ]
+}
+
+/// Asserts that `got` is the clean answer to a call cut short by the shutdown: the
+/// provider's overloaded error, with a `retry-after`.
+fn assert_ended_cleanly(got: &Got, what: &str) {
+    assert!(
+        matches!(got.status, 503 | 529),
+        "{what}: {} {}",
+        got.status,
+        got.text
+    );
+    assert_eq!(
+        got.headers.get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..]),
+        "{what}"
+    );
+    let body: Value = serde_json::from_str(&got.text).expect("a whole JSON error");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("shutting down"), "{what}: {}", got.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_still_in_flight_when_the_grace_ends_get_a_clean_error() {
+    const GRACE: &str = "[gateway]\ngrace = \"200ms\"\n";
+    // Answers that never come within the test.
+    let slow = server("ok", 13, |c| {
+        c.knobs.latency_min = Some(Duration::from_secs(3600));
+        c.knobs.latency_max = Some(Duration::from_secs(3600));
+    });
+    let gw = gateway(&slow, GRACE).await;
+    let calls: Vec<_> = [false, true].into_iter().flat_map(each_api).collect();
+    let base = gw.base_url();
+    let pending: Vec<_> = calls
+        .iter()
+        .map(|(path, body)| {
+            let req = reqwest::Client::new()
+                .post(format!("{base}{path}"))
+                .json(body);
+            tokio::spawn(async move {
+                let r = req.send().await.expect("answered");
+                let status = r.status().as_u16();
+                let headers = r.headers().clone();
+                let text = r.text().await.expect("the whole body arrives");
+                Got {
+                    status,
+                    headers,
+                    text,
+                }
+            })
+        })
+        .collect();
+    while slow.stats().total_requests < 4 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    gw.shutdown().await;
+    for (call, (path, body)) in pending.into_iter().zip(&calls) {
+        let what = format!("{path} stream={}", body["stream"]);
+        // A hang guard, not a figure: the grace's end must reach a call that waits.
+        let got = tokio::time::timeout(Duration::from_secs(30), call)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: still waiting 30 s after the grace ended"))
+            .unwrap();
+        assert_ended_cleanly(&got, &what);
+    }
+
+    // A stream mid-body when the grace ends ends with an error event.
+    let paced = server("ok", 14, |c| {
+        for e in &mut c.scenario.endpoints {
+            e.event_latency = Dist::Fixed(Duration::from_millis(500));
+        }
+    });
+    let gw = gateway(&paced, GRACE).await;
+    let mut streams = Vec::new();
+    for (path, body) in each_api(true) {
+        let mut r = reqwest::Client::new()
+            .post(format!("{}{path}", gw.base_url()))
+            .json(&body)
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let first = r
+            .chunk()
+            .await
+            .expect("a first event")
+            .expect("a first event");
+        streams.push((path, r, first));
+    }
+    gw.shutdown().await;
+    for (path, mut r, first) in streams {
+        let mut text = String::from_utf8(first.to_vec()).expect("UTF-8");
+        while let Some(chunk) = r.chunk().await.expect("the body ends cleanly") {
+            text.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        }
+        let evs = events(&text);
+        let (name, last) = evs.last().cloned().expect("events");
+        let last: Value = serde_json::from_str(&last).expect("the last event is JSON");
+        let message = last["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("shutting down"), "{path}: {text}");
+        if path == "/v1/messages" {
+            assert_eq!(name.as_deref(), Some("error"), "{path}");
+        }
+        assert!(
+            !streamed_text(&text).1,
+            "{path}: not passed off as complete"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,21 +181,14 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
         let call = gw
             .upstream
             .chat(gw.client.shared(), &chat.request, &chat.options);
-        let result = tokio::select! {
-            biased;
-            r = call => Some(r),
-            () = gw.ending() => None,
-        };
+        let result = gw.ending.unless(call).await;
         answered(gw, chat.shape, result)
     } else {
         let call = gw
             .client
             .chat_with_options(chat.request.value(), &chat.options);
-        let result = tokio::select! {
-            biased;
-            r = call => Some(r.map(|reply| (reply, None))),
-            () = gw.ending() => None,
-        };
+        let result = gw.ending.unless(call).await;
+        let result = result.map(|r| r.map(|reply| (reply, None)));
         answered(gw, chat.shape, result)
     };
     gw.metrics.on_operation(chat.arrived.elapsed());

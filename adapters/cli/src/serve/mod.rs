@@ -11,6 +11,7 @@ pub mod admin;
 pub mod auth;
 pub mod chat;
 pub mod config;
+pub mod ending;
 pub mod flight;
 pub mod handle;
 pub mod ledger;
@@ -25,10 +26,10 @@ use std::sync::Arc;
 
 use http::HeaderValue;
 use steadfast_http::{ApiKey, EndpointDef, Reply};
-use tokio::sync::watch;
 
 use self::auth::GatewayKeys;
 use self::config::GatewayConfig;
+use self::ending::Ending;
 use self::flight::Flights;
 use self::prom::GatewayMetrics;
 use self::routes::Routes;
@@ -56,19 +57,19 @@ pub struct Gateway {
     pub config: GatewayConfig,
     /// Each endpoint's name as a header value, in the client's order.
     endpoint_names: Vec<HeaderValue>,
-    /// Turns true when the shutdown's grace period is over: in-flight calls end with a
-    /// clean error instead of being cut.
-    ending: watch::Receiver<bool>,
+    /// Over when the shutdown's grace period is: in-flight calls end with a clean
+    /// error instead of being cut.
+    pub ending: Arc<Ending>,
 }
 
 /// Ends the in-flight calls of a [`Gateway`] once its grace period is over.
 #[derive(Debug)]
-pub struct Ender(watch::Sender<bool>);
+pub struct Ender(Arc<Ending>);
 
 impl Ender {
     /// Ends them now.
     pub fn end(&self) {
-        let _ = self.0.send(true);
+        self.0.end();
     }
 }
 
@@ -106,7 +107,7 @@ impl Gateway {
             .iter()
             .map(|n| HeaderValue::from_str(n).unwrap_or(HeaderValue::from_static("")))
             .collect();
-        let (tx, rx) = watch::channel(false);
+        let ending = Arc::new(Ending::default());
         let c = &parts.config;
         let upstream = Upstream::new(&parts.client)?;
         let gateway = Gateway {
@@ -120,9 +121,9 @@ impl Gateway {
             metrics: GatewayMetrics::default(),
             config: parts.config,
             endpoint_names,
-            ending: rx,
+            ending: Arc::clone(&ending),
         };
-        Ok((gateway, Ender(tx)))
+        Ok((gateway, Ender(ending)))
     }
 
     /// The name of the endpoint that served a reply, as a header value.
@@ -134,14 +135,5 @@ impl Gateway {
             .filter(|v| v.as_bytes() == by.endpoint.as_bytes());
         kept.cloned()
             .or_else(|| HeaderValue::from_str(&by.endpoint).ok())
-    }
-
-    /// Resolves once the shutdown's grace period is over (never before a shutdown).
-    pub async fn ending(&self) {
-        let mut rx = self.ending.clone();
-        if rx.wait_for(|ended| *ended).await.is_err() {
-            // The ender is gone without ending: nothing will end the calls.
-            std::future::pending::<()>().await;
-        }
     }
 }

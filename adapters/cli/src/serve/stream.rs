@@ -26,10 +26,10 @@ use super::reply::{Answer, Body, GaveUp};
 /// Starts the stream of `chat`; `lead` receives every byte sent, for the requests
 /// waiting on its idempotency key.
 pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
-    let opened = tokio::select! {
-        r = gw.client.stream_with_options(chat.request.value(), &chat.options) => Some(r),
-        () = gw.ending() => None,
-    };
+    let opening = gw
+        .client
+        .stream_with_options(chat.request.value(), &chat.options);
+    let opened = gw.ending.unless(opening).await;
     let events = match opened {
         Some(Ok(events)) => events,
         Some(Err(e)) => {
@@ -115,12 +115,12 @@ impl Relay {
                 self.on_end();
                 return None;
             }
-            let next = tokio::select! {
-                next = self.events.next() => next,
-                () = self.gw.ending() => {
-                    self.on_failure(ApiErrorKind::Overloaded, "the gateway is shutting down".into());
-                    continue;
-                }
+            let Some(next) = self.gw.ending.unless(self.events.next()).await else {
+                self.on_failure(
+                    ApiErrorKind::Overloaded,
+                    "the gateway is shutting down".into(),
+                );
+                continue;
             };
             match next {
                 Some(Ok(event)) => self.on_event(&event),
