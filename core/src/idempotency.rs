@@ -47,6 +47,13 @@ const fn is_hyphen(pos: usize) -> bool {
     matches!(pos, 8 | 13 | 18 | 23)
 }
 
+/// Where each of the 32 hex digits goes in the 36-character form, in order: every
+/// place but the hyphens'.
+const DIGIT_AT: [u8; 32] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29,
+    30, 31, 32, 33, 34, 35,
+];
+
 impl IdempotencyKey {
     /// A key derived from the caller's identifier of the business request (an order
     /// number, a batch line's id): the same bytes give the same key in every process,
@@ -88,13 +95,14 @@ impl IdempotencyKey {
     /// Writes the 36-character lowercase form into `buf` and returns it as a `&str`.
     pub fn as_str<'b>(&self, buf: &'b mut [u8; 36]) -> &'b str {
         const HEX: &[u8; 16] = b"0123456789abcdef";
+        *buf = [b'-'; 36];
+        // Each digit's place, most significant first: the loop unrolls into stores.
         let mut rest = self.0;
-        for (pos, out) in buf.iter_mut().enumerate().rev() {
-            if is_hyphen(pos) {
-                *out = b'-';
-            } else {
-                *out = HEX.get((rest & 0xf) as usize).copied().unwrap_or(b'0');
-                rest >>= 4;
+        for &at in &DIGIT_AT {
+            rest = rest.rotate_left(4);
+            let nibble = (rest & 0xf) as usize;
+            if let (Some(out), Some(&hex)) = (buf.get_mut(usize::from(at)), HEX.get(nibble)) {
+                *out = hex;
             }
         }
         // Only ASCII was written, so this never falls back.

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::reply::{AnswerFacts, Counts};
-use crate::scan::{self, Scanned};
+use crate::scan::{self, Member, Scanned};
 
 /// The body's facts: its `model` (a string) and its `usage` counts (none when the body
 /// is not an object, or has neither); `None` when the body is not JSON. A key given
@@ -14,15 +14,20 @@ use crate::scan::{self, Scanned};
 pub(crate) fn peek(body: &[u8]) -> Option<AnswerFacts> {
     let mut model = None;
     let mut usage = None;
-    let json = scan::members(body, |key, value| {
-        if key.is("model") {
-            model = value.into_string();
-        } else if key.is("usage") {
-            usage = match value {
-                Scanned::Object(text) => Some(counts(text)),
-                _ => None,
-            };
+    let mut counts = Counts::default();
+    let json = scan::members_and_inner(body, "usage", |member| match member {
+        Member::Inner(key, value) => {
+            if let Some(name) = Counts::NAMES.iter().find(|n| key.is(n)) {
+                counts.set(name, value.as_u64());
+            }
         }
+        Member::Top(key, value) if key.is("model") => model = value.into_string(),
+        Member::Top(key, value) if key.is("usage") => {
+            // Only an object's members come as inner ones; `take` leaves none for a
+            // later `usage` that is not an object.
+            usage = matches!(value, Scanned::Object(_)).then(|| std::mem::take(&mut counts));
+        }
+        Member::Top(..) => {}
     });
     if json.is_none() {
         // What the scan refuses `serde_json` refuses too; were it not so, the parsed
@@ -34,17 +39,6 @@ pub(crate) fn peek(body: &[u8]) -> Option<AnswerFacts> {
         model,
         usage: usage.and_then(Counts::usage),
     })
-}
-
-/// The counts of a `usage` object the scan checked.
-fn counts(object: &[u8]) -> Counts {
-    let mut counts = Counts::default();
-    scan::members(object, |key, value| {
-        if let Some(name) = Counts::NAMES.iter().find(|n| key.is(n)) {
-            counts.set(name, value.as_u64());
-        }
-    });
-    counts
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub(crate) struct RawStr<'a> {
 
 impl RawStr<'_> {
     /// Whether the string is `name`.
+    #[inline]
     pub(crate) fn is(&self, name: &str) -> bool {
         if self.escaped {
             self.decoded() == name
@@ -129,22 +130,55 @@ pub(crate) fn members<'a>(
     text: &'a [u8],
     mut each: impl FnMut(RawStr<'a>, Scanned<'a>),
 ) -> Option<bool> {
+    read(text, |scan, key| {
+        let value = scan.value(1)?;
+        each(key, value);
+        Some(())
+    })
+}
+
+/// A member [`members_and_inner`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Member<'a> {
+    /// A member of the top-level object.
+    Top(RawStr<'a>, Scanned<'a>),
+    /// A member of the object under the inner key, before that object's own `Top`.
+    Inner(RawStr<'a>, Scanned<'a>),
+}
+
+/// As [`members`]; and when a top-level member named `inner` is an object, its own
+/// members come first, as [`Member::Inner`], read in the same pass (not read again
+/// from the object's text).
+pub(crate) fn members_and_inner<'a>(
+    text: &'a [u8],
+    inner: &str,
+    mut each: impl FnMut(Member<'a>),
+) -> Option<bool> {
+    read(text, |scan, key| {
+        let value = if key.is(inner) && scan.token()? == b'{' {
+            scan.object(1, |scan, key| {
+                let value = scan.value(2)?;
+                each(Member::Inner(key, value));
+                Some(())
+            })?
+        } else {
+            scan.value(1)?
+        };
+        each(Member::Top(key, value));
+        Some(())
+    })
+}
+
+/// Checks that `text` is one JSON value; when it is an object, `member` reads each
+/// member's value (the scan after its key and colon).
+fn read<'a>(
+    text: &'a [u8],
+    member: impl FnMut(&mut Scan<'a>, RawStr<'a>) -> Option<()>,
+) -> Option<bool> {
     let mut scan = Scan { text, at: 0 };
     let object = scan.token()? == b'{';
     if object {
-        scan.at += 1;
-        if scan.token()? == b'}' {
-            scan.at += 1;
-        } else {
-            loop {
-                let key = scan.key()?;
-                let value = scan.value(1)?;
-                each(key, value);
-                if !scan.after_item(b'}')? {
-                    break;
-                }
-            }
-        }
+        scan.object(0, member)?;
     } else {
         scan.value(0)?;
     }
@@ -189,6 +223,32 @@ impl<'a> Scan<'a> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.at) {
             self.at += 1;
         }
+    }
+
+    /// An object inside `outer` arrays and objects (at its `{`); `member` reads each
+    /// member's value.
+    fn object(
+        &mut self,
+        outer: u32,
+        mut member: impl FnMut(&mut Scan<'a>, RawStr<'a>) -> Option<()>,
+    ) -> Option<Scanned<'a>> {
+        if outer >= MAX_DEPTH {
+            return None;
+        }
+        let start = self.at;
+        self.at += 1;
+        if self.token()? == b'}' {
+            self.at += 1;
+        } else {
+            loop {
+                let key = self.key()?;
+                member(self, key)?;
+                if !self.after_item(b'}')? {
+                    break;
+                }
+            }
+        }
+        Some(Scanned::Object(self.text.get(start..self.at)?))
     }
 
     /// A member's key and the colon after it (at the space before the key).

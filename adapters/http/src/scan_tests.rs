@@ -16,20 +16,43 @@ fn read(value: &Value) -> Value {
     }
 }
 
+/// A member's value as the tests compare it.
+fn seen(value: Scanned<'_>) -> Value {
+    match value {
+        Scanned::Str(s) => Value::String(s.decoded()),
+        Scanned::Bool(b) => Value::Bool(b),
+        Scanned::Number(_) => value.as_u64().map_or(Value::from("a number"), Value::from),
+        Scanned::Object(o) => serde_json::from_slice(o).expect("an object the scan checked"),
+        Scanned::Other => Value::Null,
+    }
+}
+
 /// The scan's verdict on `text` and the members it read.
 fn scanned(text: &[u8]) -> Option<(bool, Vec<(String, Value)>)> {
-    let mut seen = Vec::new();
-    let object = members(text, |key, value| {
-        let v = match value {
-            Scanned::Str(s) => Value::String(s.decoded()),
-            Scanned::Bool(b) => Value::Bool(b),
-            Scanned::Number(_) => value.as_u64().map_or(Value::from("a number"), Value::from),
-            Scanned::Object(o) => serde_json::from_slice(o).expect("an object the scan checked"),
-            Scanned::Other => Value::Null,
-        };
-        seen.push((key.decoded(), v));
-    })?;
-    Some((object, seen))
+    let mut read = Vec::new();
+    let object = members(text, |key, value| read.push((key.decoded(), seen(value))))?;
+    Some((object, read))
+}
+
+/// What [`members_and_inner`] reads of `text` with `inner`, and what it should: the
+/// verdict and members of [`members`], and the members of every top-level object
+/// under `inner`, in order.
+type Inner = Option<(bool, Vec<(String, Value)>, Vec<(String, Value)>)>;
+
+fn with_inner(text: &[u8], inner: &str) -> (Inner, Inner) {
+    let (mut tops, mut inners, mut objects) = (Vec::new(), Vec::new(), Vec::new());
+    let verdict = members_and_inner(text, inner, |member| match member {
+        Member::Top(key, value) => {
+            if let (true, Scanned::Object(o)) = (key.is(inner), value) {
+                objects.extend(scanned(o).expect("an object the scan checked").1);
+            }
+            tops.push((key.decoded(), seen(value)));
+        }
+        Member::Inner(key, value) => inners.push((key.decoded(), seen(value))),
+    });
+    let got = verdict.map(|v| (v, tops, inners));
+    let want = scanned(text).map(|(v, tops)| (v, tops, objects));
+    (got, want)
 }
 
 /// `serde_json`'s verdict on `text` (`None`: it refuses it) and the members in order,
@@ -77,13 +100,12 @@ fn accepts(text: &[u8]) -> bool {
     members(text, |_, _| {}).is_some()
 }
 
+/// The scan reads `text` as `serde_json` does, with an inner key or without.
 fn agrees(text: &[u8]) {
-    assert_eq!(
-        scanned(text),
-        expected(text),
-        "{:?}",
-        String::from_utf8_lossy(text)
-    );
+    let shown = String::from_utf8_lossy(text);
+    assert_eq!(scanned(text), expected(text), "{shown:?}");
+    let (got, want) = with_inner(text, "v");
+    assert_eq!(got, want, "inner v: {shown:?}");
 }
 
 #[test]
@@ -186,6 +208,11 @@ fn nests_as_deep_as_serde_json_allows_and_no_deeper() {
         agrees(arrays.as_bytes());
         let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
         agrees(objects.as_bytes());
+        // The same depths with the inner object read in the same pass.
+        let inner = format!("{}1{}", "{\"v\":".repeat(depth), "}".repeat(depth));
+        agrees(inner.as_bytes());
+        let (got, _) = with_inner(inner.as_bytes(), "v");
+        assert_eq!(got.is_some(), depth <= 127, "{depth}");
     }
     assert!(members("[".repeat(127).as_bytes(), |_, _| {}).is_none());
     let deepest = format!("{}{}", "[".repeat(127), "]".repeat(127));
@@ -226,6 +253,8 @@ proptest! {
         let text = text.expect("a value serializes");
         prop_assert!(accepts(&text));
         agrees(&text);
+        let wrapped = serde_json::json!({"v": v, "w": {"v": 1}, "v ": v});
+        agrees(&serde_json::to_vec(&wrapped).expect("a value serializes"));
     }
 
     /// The plain run of a string ends where a byte-by-byte look says it does.

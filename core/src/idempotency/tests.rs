@@ -594,3 +594,9 @@ mod store {
         }
     }
 }
+
+#[test]
+fn the_digits_go_everywhere_but_the_hyphens() {
+    let places: alloc::vec::Vec<u8> = (0..36u8).filter(|&p| !is_hyphen(usize::from(p))).collect();
+    assert_eq!(places, DIGIT_AT);
+}
