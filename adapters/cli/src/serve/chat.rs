@@ -4,6 +4,7 @@
 //! request stays in the client's API's shape: the session translates it for the
 //! endpoints of the other API, and their answers back.
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -181,13 +182,13 @@ async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body
         let call = gw
             .upstream
             .chat(gw.client.shared(), &chat.request, &chat.options);
-        let result = gw.ending.unless(call).await;
+        let result = gw.ending.unless(pin!(call)).await;
         answered(gw, chat.shape, result)
     } else {
         let call = gw
             .client
             .chat_with_options(chat.request.value(), &chat.options);
-        let result = gw.ending.unless(call).await;
+        let result = gw.ending.unless(pin!(call)).await;
         let result = result.map(|r| r.map(|reply| (reply, None)));
         answered(gw, chat.shape, result)
     };

@@ -31,16 +31,18 @@ impl Ending {
 
     /// Runs `call`, unless the grace period ends first (`None`). It is seen ending
     /// when the call is next polled: by its connection's task, which
-    /// [`Ending::serve`] wakes.
-    pub async fn unless<F: Future>(&self, call: F) -> Option<F::Output> {
-        let mut call = pin!(call);
-        poll_fn(|cx| {
+    /// [`Ending::serve`] wakes. `call` is taken pinned where it is (`pin!`), so that
+    /// a large call is not moved into this future.
+    pub fn unless<F: Future + Unpin>(
+        &self,
+        mut call: F,
+    ) -> impl Future<Output = Option<F::Output>> {
+        poll_fn(move |cx| {
             if self.is_over() {
                 return Poll::Ready(None);
             }
-            call.as_mut().poll(cx).map(Some)
+            Pin::new(&mut call).poll(cx).map(Some)
         })
-        .await
     }
 
     /// Runs a connection, woken when the grace period ends so that its calls see it.
@@ -79,7 +81,7 @@ mod tests {
             let ending = Arc::clone(&ending);
             async move {
                 let call = std::future::pending::<()>();
-                ending.unless(call).await
+                ending.unless(pin!(call)).await
             }
         };
         let served = tokio::spawn({
@@ -96,9 +98,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_that_finishes_first_keeps_its_output_and_a_late_one_ends_at_once() {
         let ending = Ending::default();
-        assert_eq!(ending.unless(async { 7 }).await, Some(7));
+        assert_eq!(ending.unless(pin!(async { 7 })).await, Some(7));
         ending.end();
-        assert_eq!(ending.unless(async { 7 }).await, None);
+        assert_eq!(ending.unless(pin!(async { 7 })).await, None);
         assert_eq!(ending.serve(async { 8 }).await, 8);
     }
 }

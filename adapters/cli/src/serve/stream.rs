@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -29,7 +30,7 @@ pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<
     let opening = gw
         .client
         .stream_with_options(chat.request.value(), &chat.options);
-    let opened = gw.ending.unless(opening).await;
+    let opened = gw.ending.unless(pin!(opening)).await;
     let events = match opened {
         Some(Ok(events)) => events,
         Some(Err(e)) => {

@@ -13,7 +13,9 @@
 
 use std::error::Error;
 use std::fmt;
-use std::pin::Pin;
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -217,7 +219,7 @@ impl Upstream {
         let deadline = tokio::time::sleep_until(Instant::now() + out.attempt.timeout);
         tokio::pin!(deadline);
         let max = s.max_body();
-        let resp = match within(&mut deadline, self.send(out)).await {
+        let resp = match within(&mut deadline, pin!(self.send(out))).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) if head_too_large(&e) => {
                 s.on_head_too_large(self.now(), Some(e));
@@ -279,13 +281,16 @@ impl Upstream {
     }
 }
 
-/// `work`'s output, unless `deadline` passes first (`Err`).
-async fn within<F: Future>(deadline: &mut Pin<&mut Sleep>, work: F) -> Result<F::Output, Elapsed> {
-    tokio::select! {
-        biased;
-        out = work => Ok(out),
-        () = deadline.as_mut() => Err(Elapsed),
-    }
+/// `work`'s output, unless `deadline` passes first (`Err`). `work` is taken pinned
+/// where it is (`pin!`), not moved into this future.
+fn within<'d, F: Future + Unpin + 'd>(
+    deadline: &'d mut Pin<&mut Sleep>,
+    mut work: F,
+) -> impl Future<Output = Result<F::Output, Elapsed>> + 'd {
+    poll_fn(move |cx| match Pin::new(&mut work).poll(cx) {
+        Poll::Ready(out) => Poll::Ready(Ok(out)),
+        Poll::Pending => deadline.as_mut().poll(cx).map(|()| Err(Elapsed)),
+    })
 }
 
 /// The deadline of an exchange passed.
