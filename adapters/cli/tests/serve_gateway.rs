@@ -64,9 +64,12 @@ struct Got {
 }
 
 async fn post(gw: &Running, path: &str, body: &Value, headers: &[(&str, &str)]) -> Got {
-    let mut req = reqwest::Client::new()
-        .post(format!("{}{path}", gw.base_url()))
-        .json(body);
+    post_to(format!("{}{path}", gw.base_url()), body, headers).await
+}
+
+/// Posts `body` to `url` and reads the whole answer.
+async fn post_to(url: String, body: &Value, headers: &[(&str, &str)]) -> Got {
+    let mut req = reqwest::Client::new().post(url).json(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -708,20 +711,8 @@ async fn calls_still_in_flight_when_the_grace_ends_get_a_clean_error() {
     let pending: Vec<_> = calls
         .iter()
         .map(|(path, body)| {
-            let req = reqwest::Client::new()
-                .post(format!("{base}{path}"))
-                .json(body);
-            tokio::spawn(async move {
-                let r = req.send().await.expect("answered");
-                let status = r.status().as_u16();
-                let headers = r.headers().clone();
-                let text = r.text().await.expect("the whole body arrives");
-                Got {
-                    status,
-                    headers,
-                    text,
-                }
-            })
+            let (url, body) = (format!("{base}{path}"), body.clone());
+            tokio::spawn(async move { post_to(url, &body, &[]).await })
         })
         .collect();
     while slow.stats().total_requests < 4 {
