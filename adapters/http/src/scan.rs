@@ -304,8 +304,8 @@ impl<'a> Scan<'a> {
     }
 
     /// An array or an object inside `outer` others (at its opening byte), checked
-    /// whole in one loop: `open` holds, a bit a level, which of the containers open
-    /// inside it are objects.
+    /// whole in one loop: `objects` holds, a bit a level, which of the containers
+    /// open inside it are objects.
     fn container(&mut self, outer: u32) -> Option<()> {
         let room = MAX_DEPTH.checked_sub(outer)?;
         let mut depth = 0u32;

@@ -34,11 +34,12 @@ fn scanned(text: &[u8]) -> Option<(bool, Vec<(String, Value)>)> {
     Some((object, read))
 }
 
+/// A verdict, the top-level members, and the inner ones.
+type Inner = Option<(bool, Vec<(String, Value)>, Vec<(String, Value)>)>;
+
 /// What [`members_and_inner`] reads of `text` with `inner`, and what it should: the
 /// verdict and members of [`members`], and the members of every top-level object
 /// under `inner`, in order.
-type Inner = Option<(bool, Vec<(String, Value)>, Vec<(String, Value)>)>;
-
 fn with_inner(text: &[u8], inner: &str) -> (Inner, Inner) {
     let (mut tops, mut inners, mut objects) = (Vec::new(), Vec::new(), Vec::new());
     let verdict = members_and_inner(text, inner, |member| match member {

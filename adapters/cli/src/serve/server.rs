@@ -125,9 +125,9 @@ async fn serve(
         let gw = Arc::clone(&gateway);
         let service = service_fn(move |req| handle::handle(Arc::clone(&gw), req));
         let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
-        let gw = Arc::clone(&gateway);
+        let ending = Arc::clone(&gateway.ending);
         tokio::spawn(async move {
-            let _ = gw.ending.serve(conn).await;
+            let _ = ending.serve(conn).await;
         });
     }
     drop(listener);
