@@ -15,6 +15,7 @@ pub mod ending;
 pub mod flight;
 pub mod handle;
 pub mod ledger;
+pub mod pool;
 pub mod prom;
 pub mod reply;
 pub mod routes;

@@ -1,7 +1,7 @@
-//! The gateway's upstream transport for whole (not streamed) calls: hyper-util's pooled
-//! HTTP/1.1 client (TLS by rustls with the webpki roots, as the reqwest client sets it
-//! up), driving sessions of the gateway client's own [`Shared`] state — the same engine,
-//! keys, limits, budgets and breakers, on the same clock.
+//! The gateway's upstream transport for whole (not streamed) calls: its own [`Pool`]
+//! of HTTP/1.1 connections (TLS by rustls with the webpki roots, as the reqwest client
+//! sets it up), driving sessions of the gateway client's own [`Shared`] state — the
+//! same engine, keys, limits, budgets and breakers, on the same clock.
 //!
 //! It is the reqwest client's driver loop on a lighter transport (reqwest parses every
 //! request's URL again for its redirect policy, clones its headers and stacks tower
@@ -22,10 +22,8 @@ use bytes::Bytes;
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Incoming};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
+use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use steadfast_core::ids::EndpointId;
 use steadfast_core::outcome::Transport;
 use steadfast_core::time::Timestamp;
@@ -34,6 +32,8 @@ use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
 use steadfast_http::{CallOptions, Now, Outgoing, RawRequest, Reply, Session, Shared, Step};
 use tokio::time::{Instant, Sleep};
+
+use super::pool::{Lent, Pool, SendError};
 
 /// A call through [`Upstream`] that gave up; its source is the last attempt's error.
 pub type UpstreamCallError = steadfast_http::CallError<UpstreamError>;
@@ -46,8 +46,10 @@ type S<'c> = Session<'c, UpstreamError>;
 pub enum UpstreamError {
     /// The endpoint's URL is not one hyper can send to.
     Url(http::uri::InvalidUri),
+    /// The endpoint's URL is not an absolute `http` or `https` one.
+    NotHttp,
     /// The request could not be sent, or its response head not read.
-    Send(hyper_util::client::legacy::Error),
+    Send(SendError),
     /// The response body could not be read.
     Body(hyper::Error),
     /// The attempt's timeout passed.
@@ -58,6 +60,7 @@ impl fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UpstreamError::Url(e) => write!(f, "invalid endpoint URL: {e}"),
+            UpstreamError::NotHttp => f.write_str("the endpoint URL is not an http(s) one"),
             UpstreamError::Send(e) => write!(f, "error sending request: {e}"),
             UpstreamError::Body(e) => write!(f, "error reading the response body: {e}"),
             UpstreamError::Timeout => f.write_str("operation timed out"),
@@ -71,20 +74,25 @@ impl Error for UpstreamError {
             UpstreamError::Url(e) => Some(e),
             UpstreamError::Send(e) => Some(e),
             UpstreamError::Body(e) => Some(e),
-            UpstreamError::Timeout => None,
+            UpstreamError::NotHttp | UpstreamError::Timeout => None,
         }
     }
 }
 
-/// The pooled client, each endpoint's URL parsed once, and the gateway client's clock.
+/// The endpoints' connections, and the gateway client's clock.
 pub struct Upstream {
-    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    /// Each endpoint's URL, in engine order (`None`: hyper cannot parse it).
-    uris: Vec<Option<Uri>>,
+    pool: Pool,
     epoch: Epoch,
     /// The environment names a proxy (see [`PROXY_VARIABLES`]).
     proxied: bool,
 }
+
+/// How long an idle connection is kept for reuse (as long as reqwest keeps one).
+const IDLE_FOR: Duration = Duration::from_secs(90);
+
+/// How many idle connections each endpoint keeps: enough for every connection a busy
+/// gateway has open to it, few enough to bound the descriptors a burst leaves behind.
+const MAX_IDLE: usize = 1024;
 
 /// The variables reqwest reads its system proxy from.
 const PROXY_VARIABLES: [&str; 6] = [
@@ -99,7 +107,7 @@ const PROXY_VARIABLES: [&str; 6] = [
 impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upstream")
-            .field("endpoints", &self.uris.len())
+            .field("pool", &self.pool)
             .finish_non_exhaustive()
     }
 }
@@ -119,22 +127,16 @@ impl Upstream {
             .https_or_http()
             .enable_http1()
             .wrap_connector(connector);
-        let http = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(https);
-        let uris = (0..shared.endpoint_count())
-            .map(|i| {
-                let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
-                shared.endpoint_url(id).and_then(|u| Uri::try_from(u).ok())
-            })
-            .collect();
+        let urls = (0..shared.endpoint_count()).map(|i| {
+            let id = EndpointId(u16::try_from(i).unwrap_or(u16::MAX));
+            shared.endpoint_url(id).and_then(|u| Uri::try_from(u).ok())
+        });
+        let pool = Pool::new(https, urls, IDLE_FOR, MAX_IDLE);
         let proxied = PROXY_VARIABLES
             .iter()
             .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
         Ok(Upstream {
-            http,
-            uris,
+            pool,
             epoch: client.epoch(),
             proxied,
         })
@@ -219,8 +221,8 @@ impl Upstream {
         let deadline = tokio::time::sleep_until(Instant::now() + out.attempt.timeout);
         tokio::pin!(deadline);
         let max = s.max_body();
-        let resp = match within(&mut deadline, pin!(self.send(out))).await {
-            Ok(Ok(resp)) => resp,
+        let (resp, lent) = match within(&mut deadline, pin!(self.send(out))).await {
+            Ok(Ok(sent)) => sent,
             Ok(Err(e)) if head_too_large(&e) => {
                 s.on_head_too_large(self.now(), Some(e));
                 return None;
@@ -255,6 +257,7 @@ impl Upstream {
                     continue;
                 }
                 Ok(None) => {
+                    lent.give_back();
                     s.on_response(self.now(), status, &headers, whole.as_slice());
                     return is_payload(status).then(|| Bytes::from(whole.into_bytes()));
                 }
@@ -267,17 +270,21 @@ impl Upstream {
         }
     }
 
-    async fn send(&self, out: Outgoing<'_>) -> Result<hyper::Response<Incoming>, UpstreamError> {
-        let parsed = self.uris.get(usize::from(out.attempt.target.endpoint.0));
-        let uri = match parsed {
-            Some(Some(uri)) => uri.clone(),
-            _ => Uri::try_from(out.url).map_err(UpstreamError::Url)?,
-        };
+    async fn send(
+        &self,
+        out: Outgoing<'_>,
+    ) -> Result<(hyper::Response<Incoming>, Lent<'_>), UpstreamError> {
         let mut req = Request::new(Full::new(out.body));
         *req.method_mut() = Method::POST;
-        *req.uri_mut() = uri;
         *req.headers_mut() = out.headers;
-        self.http.request(req).await.map_err(UpstreamError::Send)
+        let endpoint = usize::from(out.attempt.target.endpoint.0);
+        match self.pool.send(endpoint, req).await {
+            Some(sent) => sent.map_err(UpstreamError::Send),
+            None => {
+                Err(Uri::try_from(out.url)
+                    .map_or_else(UpstreamError::Url, |_| UpstreamError::NotHttp))
+            }
+        }
     }
 }
 
@@ -299,11 +306,11 @@ struct Elapsed;
 /// What failed, given whether a status line had arrived when it did.
 fn transport(e: &UpstreamError, status_seen: bool) -> Transport {
     let io = find_io_error(e).map(std::io::Error::kind);
-    let connect = matches!(e, UpstreamError::Send(e) if e.is_connect());
+    let connect = matches!(e, UpstreamError::Send(SendError::Connect(_)));
     client_transport(ClientErrorFacts {
         connect,
         timeout: matches!(e, UpstreamError::Timeout) || io == Some(std::io::ErrorKind::TimedOut),
-        builder: matches!(e, UpstreamError::Url(_)),
+        builder: matches!(e, UpstreamError::Url(_) | UpstreamError::NotHttp),
         io,
         status_seen,
     })

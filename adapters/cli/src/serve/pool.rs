@@ -1,0 +1,462 @@
+//! The gateway's connections to its endpoints: HTTP/1.1 connections (hyper's own
+//! `client::conn`, TLS by rustls), kept idle per endpoint once an answer was read
+//! whole, and lent out again, most recently used first.
+//!
+//! The endpoints are known when the gateway starts, so each has its list by index:
+//! nothing is hashed or formatted per request (a general pool keys its lists by scheme
+//! and authority and builds every request's `Host` header).
+//!
+//! A connection is lent for one exchange and given back only when its answer was read
+//! to its end; one dropped before that (a timeout, a body error) closes with the
+//! exchange, as hyper closes a connection whose request was cancelled. A connection the
+//! server closed while it was idle is passed over, and a request it turned away before
+//! writing a byte goes out on the next connection, so a stale connection never costs a
+//! retry.
+
+use std::error::Error;
+use std::fmt;
+use std::future::poll_fn;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::HOST;
+use http::uri::{PathAndQuery, Scheme};
+use http::{HeaderValue, Request, Response, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use tokio::time::Instant;
+use tower_service::Service;
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// Why a request could not be sent, or its answer's head not read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SendError {
+    /// No connection to the endpoint could be made (refused, timed out, TLS).
+    Connect(Box<dyn Error + Send + Sync>),
+    /// The connection failed while the request was sent or its answer's head read.
+    Exchange(hyper::Error),
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::Connect(e) => write!(f, "cannot connect: {e}"),
+            SendError::Exchange(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Error for SendError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            SendError::Connect(e) => Some(&**e),
+            SendError::Exchange(e) => Some(e),
+        }
+    }
+}
+
+/// Where one endpoint's requests go, and its idle connections.
+struct Target {
+    /// The endpoint's URL, which the connector dials.
+    url: Uri,
+    /// Its path and query: what the request line carries.
+    path: Uri,
+    /// Its `Host` header: the host, and the port when it is not the scheme's own.
+    host: HeaderValue,
+    /// Idle connections, the most recently given back last.
+    idle: Mutex<Vec<Idle>>,
+}
+
+struct Idle {
+    sender: Sender,
+    since: Instant,
+}
+
+impl Target {
+    /// The target for `url`; `None` when it is not an absolute `http`/`https` URL.
+    fn new(url: Uri) -> Option<Target> {
+        let scheme = url.scheme()?;
+        let https = *scheme == Scheme::HTTPS;
+        if !https && *scheme != Scheme::HTTP {
+            return None;
+        }
+        let authority = url.authority()?;
+        let default_port = if https { 443 } else { 80 };
+        let host = match authority.port_u16() {
+            Some(port) if port != default_port => format!("{}:{port}", authority.host()),
+            _ => authority.host().to_owned(),
+        };
+        let host = HeaderValue::try_from(host).ok()?;
+        let path = url.path_and_query().map_or("/", PathAndQuery::as_str);
+        let path = Uri::try_from(path).ok()?;
+        Some(Target {
+            url,
+            path,
+            host,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<Idle>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The most recently given back connection that is still open and not idle longer
+    /// than `idle_for` (older ones are dropped on the way).
+    fn take(&self, idle_for: Duration) -> Option<Sender> {
+        let now = Instant::now();
+        let mut idle = self.idle();
+        while let Some(conn) = idle.pop() {
+            if !conn.sender.is_closed() && now.saturating_duration_since(conn.since) <= idle_for {
+                return Some(conn.sender);
+            }
+        }
+        None
+    }
+}
+
+/// The endpoints' connections.
+pub struct Pool {
+    connector: HttpsConnector<HttpConnector>,
+    /// Each endpoint's target, in engine order (`None`: not an absolute HTTP URL).
+    targets: Vec<Option<Target>>,
+    /// How long a connection may stay idle and still be lent.
+    idle_for: Duration,
+    /// How many idle connections an endpoint keeps.
+    max_idle: usize,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("endpoints", &self.targets.len())
+            .field("idle_for", &self.idle_for)
+            .field("max_idle", &self.max_idle)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection lent for one exchange: [`Lent::give_back`] once its answer was read
+/// whole; dropped, it closes.
+pub struct Lent<'p> {
+    pool: &'p Pool,
+    target: &'p Target,
+    sender: Sender,
+}
+
+impl Lent<'_> {
+    /// Keeps the connection for the endpoint's next request (its answer was read to
+    /// the end). The oldest idle connection goes when it has been idle too long, so
+    /// that an endpoint's list does not keep connections no request will take.
+    pub fn give_back(self) {
+        if self.sender.is_closed() {
+            return;
+        }
+        let now = Instant::now();
+        let mut idle = self.target.idle();
+        let stale = idle
+            .first()
+            .is_some_and(|oldest| now.saturating_duration_since(oldest.since) > self.pool.idle_for);
+        if stale {
+            idle.remove(0);
+        }
+        if idle.len() < self.pool.max_idle {
+            idle.push(Idle {
+                sender: self.sender,
+                since: now,
+            });
+        }
+    }
+}
+
+impl Pool {
+    /// A pool for the endpoints at `urls` (in engine order), dialling through
+    /// `connector`; a connection idle longer than `idle_for` is not lent again, and an
+    /// endpoint keeps at most `max_idle` idle ones.
+    pub fn new(
+        connector: HttpsConnector<HttpConnector>,
+        urls: impl IntoIterator<Item = Option<Uri>>,
+        idle_for: Duration,
+        max_idle: usize,
+    ) -> Pool {
+        Pool {
+            connector,
+            targets: urls
+                .into_iter()
+                .map(|url| url.and_then(Target::new))
+                .collect(),
+            idle_for,
+            max_idle,
+        }
+    }
+
+    /// Sends `request` (its URI is replaced by the endpoint's path; a `Host` header is
+    /// added when it has none) to `endpoint`, on an idle connection when there is one,
+    /// and returns the answer with its connection. `None`: the endpoint has no
+    /// absolute `http`/`https` URL.
+    pub async fn send(
+        &self,
+        endpoint: usize,
+        mut request: Request<Full<Bytes>>,
+    ) -> Option<Result<(Response<Incoming>, Lent<'_>), SendError>> {
+        let target = self.targets.get(endpoint)?.as_ref()?;
+        *request.uri_mut() = target.path.clone();
+        request
+            .headers_mut()
+            .entry(HOST)
+            .or_insert_with(|| target.host.clone());
+        while let Some(mut sender) = target.take(self.idle_for) {
+            if sender.ready().await.is_err() {
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(answer) => return Some(Ok((answer, self.lend(target, sender)))),
+                Err(mut refused) => match refused.take_message() {
+                    // Closed before a byte of the request was written: the next one.
+                    Some(back) => request = back,
+                    None => return Some(Err(SendError::Exchange(refused.into_error()))),
+                },
+            }
+        }
+        Some(self.send_on_new(target, request).await)
+    }
+
+    async fn send_on_new<'p>(
+        &'p self,
+        target: &'p Target,
+        request: Request<Full<Bytes>>,
+    ) -> Result<(Response<Incoming>, Lent<'p>), SendError> {
+        let mut connector = self.connector.clone();
+        poll_fn(|cx| connector.poll_ready(cx))
+            .await
+            .map_err(SendError::Connect)?;
+        let io = connector
+            .call(target.url.clone())
+            .await
+            .map_err(SendError::Connect)?;
+        let (mut sender, connection) = http1::Builder::new()
+            .handshake(io)
+            .await
+            .map_err(SendError::Exchange)?;
+        tokio::spawn(async move {
+            // Its end (the server closed it, or its last sender went) is seen by the
+            // sender: `is_closed`, or the error of the exchange it was in.
+            let _ = connection.await;
+        });
+        match sender.try_send_request(request).await {
+            Ok(answer) => Ok((answer, self.lend(target, sender))),
+            Err(refused) => Err(SendError::Exchange(refused.into_error())),
+        }
+    }
+
+    fn lend<'p>(&'p self, target: &'p Target, sender: Sender) -> Lent<'p> {
+        Lent {
+            pool: self,
+            target,
+            sender,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http::Method;
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::{Mutex as AsyncMutex, Notify};
+
+    use super::*;
+
+    /// What the test server saw and does: the connections it accepted, each request's
+    /// head, and (when set) a signal that closes every connection once it is idle.
+    #[derive(Default)]
+    struct Seen {
+        accepted: AtomicUsize,
+        heads: AsyncMutex<Vec<String>>,
+        close: Notify,
+    }
+
+    /// A keep-alive HTTP/1.1 server on 127.0.0.1 that answers every request `ok` and
+    /// closes a connection when `seen.close` is notified while the connection waits.
+    async fn server() -> (Uri, Arc<Seen>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Seen::default());
+        let s = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                s.accepted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(connection(tcp, Arc::clone(&s)));
+            }
+        });
+        let url = format!("http://{addr}/v1/chat/completions")
+            .parse()
+            .unwrap();
+        (url, seen)
+    }
+
+    async fn connection(mut tcp: TcpStream, seen: Arc<Seen>) {
+        let mut buf = Vec::new();
+        loop {
+            let mut chunk = [0u8; 1024];
+            let n = tokio::select! {
+                n = tcp.read(&mut chunk) => n.unwrap_or(0),
+                () = seen.close.notified() => 0,
+            };
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .map_or(0, |v| v.parse().unwrap());
+            if buf.len() < end + 4 + length {
+                continue;
+            }
+            buf.drain(..end + 4 + length);
+            seen.heads.lock().await.push(head);
+            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            if tcp.write_all(answer).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn pool(url: Uri, idle_for: Duration) -> Pool {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .unwrap()
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        Pool::new(connector, [Some(url)], idle_for, 4)
+    }
+
+    fn request() -> Request<Full<Bytes>> {
+        let mut r = Request::new(Full::new(Bytes::from_static(b"{}")));
+        *r.method_mut() = Method::POST;
+        r
+    }
+
+    /// Sends one request, reads its answer whole and gives the connection back.
+    async fn exchange(pool: &Pool) -> Bytes {
+        let (answer, lent) = pool.send(0, request()).await.unwrap().unwrap();
+        let body = answer.into_body().collect().await.unwrap().to_bytes();
+        lent.give_back();
+        body
+    }
+
+    /// Waits until every idle connection of endpoint 0 has seen its server close it.
+    async fn until_idle_closed(pool: &Pool) {
+        let target = pool.targets[0].as_ref().unwrap();
+        for _ in 0..5000 {
+            if target.idle().iter().all(|c| c.sender.is_closed()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("the server's close never reached the idle connection");
+    }
+
+    #[tokio::test]
+    async fn an_answer_read_whole_gives_its_connection_to_the_next_request() {
+        let (url, seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        for _ in 0..3 {
+            assert_eq!(exchange(&pool).await, "ok");
+        }
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_goes_to_the_endpoint_path_with_its_host() {
+        let (url, seen) = server().await;
+        let host = url.authority().unwrap().to_string();
+        let pool = pool(url, Duration::from_secs(90));
+        exchange(&pool).await;
+        let heads = seen.heads.lock().await;
+        let head = heads[0].to_ascii_lowercase();
+        assert!(
+            head.starts_with("post /v1/chat/completions http/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains(&format!("\r\nhost: {host}")), "{head}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_lent_and_not_given_back_is_not_lent_again() {
+        let (url, seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        let (answer, lent) = pool.send(0, request()).await.unwrap().unwrap();
+        drop((answer, lent));
+        assert_eq!(exchange(&pool).await, "ok");
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_while_idle_is_passed_over() {
+        let (url, seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        exchange(&pool).await;
+        seen.close.notify_waiters();
+        until_idle_closed(&pool).await;
+        assert_eq!(exchange(&pool).await, "ok");
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_idle_longer_than_allowed_is_not_lent() {
+        let (url, seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        exchange(&pool).await;
+        tokio::time::advance(Duration::from_secs(91)).await;
+        exchange(&pool).await;
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+        // Idle for the whole allowance (not longer): lent again.
+        tokio::time::advance(Duration::from_secs(90)).await;
+        exchange(&pool).await;
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_that_refuses_connections_is_a_connect_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let pool = pool(
+            format!("http://{addr}/v1/messages").parse().unwrap(),
+            Duration::ZERO,
+        );
+        let sent = pool.send(0, request()).await.unwrap();
+        assert!(
+            matches!(sent, Err(SendError::Connect(_))),
+            "{:?}",
+            sent.err()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_without_an_http_url_has_no_target() {
+        let url: Uri = "ftp://127.0.0.1/x".parse().unwrap();
+        let pool = pool(url, Duration::ZERO);
+        assert!(pool.send(0, request()).await.is_none());
+        assert!(pool.send(1, request()).await.is_none());
+    }
+}
