@@ -847,3 +847,71 @@ async fn an_upstream_that_refuses_or_never_answers_is_retried_then_given_up() {
     gw.shutdown().await;
     taken.abort();
 }
+
+/// Posts `body` to the gateway's Chat Completions in `pieces` chunks of a chunked
+/// request (no `Content-Length`), over a raw connection; returns the answer's status
+/// and body.
+async fn post_chunked(gw: &Running, body: &[u8], pieces: usize) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(gw.addr()).await.unwrap();
+    let mut out = b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+                    content-type: application/json\r\ntransfer-encoding: chunked\r\n\
+                    connection: close\r\n\r\n"
+        .to_vec();
+    for piece in body.chunks(body.len().div_ceil(pieces)) {
+        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        out.extend_from_slice(piece);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    tcp.write_all(&out).await.unwrap();
+    let mut answer = Vec::new();
+    tcp.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_body_over_the_limit_is_refused_and_one_at_it_is_served() {
+    let mock = server("ok", 2, |_| {});
+    let at_limit = serde_json::to_vec(&openai_body("gpt-4o-mini", false)).unwrap();
+    let limit = at_limit.len();
+    let gw = gateway(&mock, &format!("[gateway]\nmax_request_body = {limit}\n")).await;
+    let over = json!({"model": "gpt-4o-mini",
+                      "messages": [{"role": "user", "content": "Say hello, then say hello once more"}]});
+    assert!(serde_json::to_vec(&over).unwrap().len() > limit);
+
+    // Announced by its Content-Length: refused before it is read.
+    let got = post(&gw, "/v1/chat/completions", &over, &[]).await;
+    assert_eq!(got.status, 413, "{}", got.text);
+    let e: Value = serde_json::from_str(&got.text).unwrap();
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("over {limit} bytes")), "{e}");
+    let got = post(
+        &gw,
+        "/v1/chat/completions",
+        &openai_body("gpt-4o-mini", false),
+        &[],
+    )
+    .await;
+    assert_eq!(got.status, 200, "{}", got.text);
+
+    // Unannounced (chunked): refused once it outgrows the limit; in pieces within it,
+    // joined whole and served.
+    let over = serde_json::to_vec(&over).unwrap();
+    let (status, text) = post_chunked(&gw, &over, 3).await;
+    assert_eq!(status, 413, "{text}");
+    let (status, text) = post_chunked(&gw, &at_limit, 3).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        mock.stats().total_requests,
+        2,
+        "only the served requests went upstream"
+    );
+    gw.shutdown().await;
+}

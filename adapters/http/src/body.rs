@@ -49,12 +49,18 @@ fn to_bytes(v: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }
 
-/// A response body read under a size limit: a body that announces, or reaches, more
-/// than `limit` bytes is refused at once, so no response holds more than `limit` bytes
-/// of memory (the buffer never grows past it).
+/// A body read under a size limit: a body that announces, or reaches, more than
+/// `limit` bytes is refused at once, so no body holds more than `limit` bytes of
+/// memory (the buffer never grows past it). A body that comes in one piece of
+/// [`Bytes`] ([`LimitedBody::push_bytes`]) is kept as it came, not copied.
 #[derive(Debug)]
 pub struct LimitedBody {
-    bytes: Vec<u8>,
+    /// The body while it is the one piece pushed as [`Bytes`].
+    whole: Bytes,
+    /// The body once it is more than that: every piece copied in.
+    joined: Vec<u8>,
+    /// The announced length, trusted for the first allocation only up to 1 MiB.
+    first: usize,
     limit: u64,
 }
 
@@ -65,39 +71,79 @@ impl LimitedBody {
         if declared.is_some_and(|n| n > limit) {
             return Err(Exceeded::BodyTooLarge);
         }
-        // A declared length is trusted for the first allocation only up to 1 MiB.
         let first = declared.unwrap_or(0).min(1 << 20);
         Ok(LimitedBody {
-            bytes: Vec::with_capacity(usize::try_from(first).unwrap_or(0)),
+            whole: Bytes::new(),
+            joined: Vec::new(),
+            first: usize::try_from(first).unwrap_or(0),
             limit,
         })
     }
 
-    /// Appends `piece`; refused (and not kept) when the body would outgrow the limit.
+    /// Appends `piece`, kept as it came when it is the body's first; refused (and not
+    /// kept) when the body would outgrow the limit.
+    pub fn push_bytes(&mut self, piece: Bytes) -> Result<(), Exceeded> {
+        if !self.whole.is_empty() || !self.joined.is_empty() {
+            return self.push(&piece);
+        }
+        if piece.len() as u64 > self.limit {
+            return Err(Exceeded::BodyTooLarge);
+        }
+        self.whole = piece;
+        Ok(())
+    }
+
+    /// Appends a copy of `piece`; refused (and not kept) when the body would outgrow
+    /// the limit.
     pub fn push(&mut self, piece: &[u8]) -> Result<(), Exceeded> {
-        let len = self.bytes.len() as u64;
+        let len = self.as_slice().len() as u64;
         let needed = len.saturating_add(piece.len() as u64);
         if needed > self.limit {
             return Err(Exceeded::BodyTooLarge);
         }
-        if needed > self.bytes.capacity() as u64 {
-            let doubled = (self.bytes.capacity() as u64).saturating_mul(2);
-            let target = doubled.max(needed).min(self.limit);
-            let extra = usize::try_from(target - len).unwrap_or(piece.len());
-            self.bytes.reserve_exact(extra);
+        if needed > self.joined.capacity() as u64 {
+            let grown = match self.joined.capacity() {
+                0 => self.first as u64,
+                c => (c as u64).saturating_mul(2),
+            };
+            let target = grown.max(needed).min(self.limit);
+            let extra = usize::try_from(target).unwrap_or(piece.len());
+            self.joined
+                .reserve_exact(extra.saturating_sub(self.joined.len()));
         }
-        self.bytes.extend_from_slice(piece);
+        if !self.whole.is_empty() {
+            self.joined
+                .extend_from_slice(&std::mem::take(&mut self.whole));
+        }
+        self.joined.extend_from_slice(piece);
         Ok(())
     }
 
     /// The bytes so far.
     pub fn as_slice(&self) -> &[u8] {
-        &self.bytes
+        if self.joined.is_empty() {
+            &self.whole
+        } else {
+            &self.joined
+        }
     }
 
     /// The bytes read.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        if self.joined.is_empty() {
+            self.whole.into()
+        } else {
+            self.joined
+        }
+    }
+
+    /// The bytes read, shared: the one piece pushed as [`Bytes`] as it came.
+    pub fn into_shared(self) -> Bytes {
+        if self.joined.is_empty() {
+            self.whole
+        } else {
+            Bytes::from(self.joined)
+        }
     }
 }
 
@@ -168,15 +214,47 @@ mod tests {
         b.push(b"0").unwrap();
         assert_eq!(b.push(b"x"), over);
         assert_eq!(b.as_slice(), b"1234567890");
-        assert!(b.bytes.capacity() <= 10, "never grows past the limit");
+        assert!(b.joined.capacity() <= 10, "never grows past the limit");
         let mut b = LimitedBody::new(1000, None).unwrap();
         for _ in 0..100 {
             b.push(b"0123456789").unwrap();
         }
-        assert_eq!(b.bytes.capacity(), 1000);
+        assert_eq!(b.joined.capacity(), 1000);
         assert_eq!(b.into_bytes().len(), 1000);
         let mut b = LimitedBody::new(u64::MAX, Some(u64::MAX)).unwrap();
         b.push(b"x").unwrap();
+    }
+
+    #[test]
+    fn a_body_of_one_shared_piece_is_kept_as_it_came() {
+        let piece = Bytes::from(b"{\"id\":1}".to_vec());
+        let mut b = LimitedBody::new(100, Some(8)).unwrap();
+        b.push_bytes(piece.clone()).unwrap();
+        assert_eq!(b.as_slice(), b"{\"id\":1}");
+        let shared = b.into_shared();
+        assert_eq!(shared.as_ptr(), piece.as_ptr(), "not copied");
+        let mut b = LimitedBody::new(100, None).unwrap();
+        b.push_bytes(piece.clone()).unwrap();
+        assert_eq!(b.into_bytes(), piece.to_vec());
+    }
+
+    #[test]
+    fn shared_pieces_after_the_first_are_joined_under_the_limit() {
+        let over = Err(Exceeded::BodyTooLarge);
+        let mut b = LimitedBody::new(10, None).unwrap();
+        assert_eq!(b.push_bytes(Bytes::from_static(b"12345678901")), over);
+        b.push_bytes(Bytes::from_static(b"123")).unwrap();
+        b.push_bytes(Bytes::from_static(b"4567")).unwrap();
+        b.push(b"89").unwrap();
+        assert_eq!(b.push_bytes(Bytes::from_static(b"01")), over);
+        b.push_bytes(Bytes::from_static(b"0")).unwrap();
+        assert_eq!(b.as_slice(), b"1234567890");
+        assert!(b.joined.capacity() <= 10, "never grows past the limit");
+        assert_eq!(&b.into_shared()[..], b"1234567890");
+        let mut b = LimitedBody::new(10, None).unwrap();
+        b.push_bytes(Bytes::new()).unwrap();
+        b.push_bytes(Bytes::from_static(b"ab")).unwrap();
+        assert_eq!(b.as_slice(), b"ab");
     }
 
     #[test]

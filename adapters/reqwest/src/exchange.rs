@@ -83,7 +83,7 @@ async fn read_body(mut resp: reqwest::Response, max_body: u64) -> Exchanged {
     loop {
         match resp.chunk().await {
             Ok(Some(piece)) => {
-                if body.push(&piece).is_err() {
+                if body.push_bytes(piece).is_err() {
                     return Exchanged::BodyTooLarge { status, headers };
                 }
             }

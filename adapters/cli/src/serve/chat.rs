@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use http_body_util::BodyExt;
+use hyper::body::{Body as _, Incoming};
+use steadfast_http::body::LimitedBody;
 use steadfast_http::chat::ApiErrorKind;
 use steadfast_http::{CallOptions, Provider, RawRequest, RawRequestError, Reply};
 use tokio::time::Instant;
@@ -115,14 +116,14 @@ async fn read(
     body: Incoming,
     arrived: Instant,
 ) -> Result<Chat, Response<Body>> {
-    let limit = usize::try_from(gw.config.max_request_body).unwrap_or(usize::MAX);
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+    let limit = gw.config.max_request_body;
+    let bytes = match whole_body(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(Unread::TooLarge) => {
             let m = format!("the request body is over {limit} bytes");
             return Err(refuse(shape, ApiErrorKind::RequestTooLarge, m));
         }
-        Err(e) => {
+        Err(Unread::Broken(e)) => {
             let m = format!("the request body could not be read: {e}");
             return Err(refuse(shape, ApiErrorKind::InvalidRequest, m));
         }
@@ -156,6 +157,27 @@ async fn read(
         options,
         arrived,
     })
+}
+
+/// Why a request body was not read.
+enum Unread {
+    /// It announced, or reached, more than the limit.
+    TooLarge,
+    /// The connection failed while it was read.
+    Broken(hyper::Error),
+}
+
+/// The request body whole, at most `limit` bytes: a body that came in one piece is
+/// kept as it came (it goes upstream as it is).
+async fn whole_body(mut body: Incoming, limit: u64) -> Result<Bytes, Unread> {
+    let mut whole =
+        LimitedBody::new(limit, body.size_hint().exact()).map_err(|_| Unread::TooLarge)?;
+    while let Some(frame) = body.frame().await {
+        if let Ok(piece) = frame.map_err(Unread::Broken)?.into_data() {
+            whole.push_bytes(piece).map_err(|_| Unread::TooLarge)?;
+        }
+    }
+    Ok(whole.into_shared())
 }
 
 fn refuse(shape: Provider, kind: ApiErrorKind, message: String) -> Response<Body> {

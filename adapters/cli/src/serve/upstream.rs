@@ -250,7 +250,7 @@ impl Upstream {
                     let Ok(piece) = frame.into_data() else {
                         continue;
                     };
-                    if whole.push(&piece).is_err() {
+                    if whole.push_bytes(piece).is_err() {
                         s.on_body_too_large(self.now(), status, &headers);
                         return None;
                     }
@@ -259,7 +259,7 @@ impl Upstream {
                 Ok(None) => {
                     lent.give_back();
                     s.on_response(self.now(), status, &headers, whole.as_slice());
-                    return is_payload(status).then(|| Bytes::from(whole.into_bytes()));
+                    return is_payload(status).then(|| whole.into_shared());
                 }
                 Ok(Some(Err(e))) => UpstreamError::Body(e),
                 Err(_) => UpstreamError::Timeout,
