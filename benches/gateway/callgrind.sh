@@ -22,9 +22,8 @@ REQUESTS=${REQUESTS:-2000}
 WARMUP=${WARMUP:-300}
 STEADFAST=${STEADFAST:-$BIN/steadfast}
 
-# The mock's key (steadfast_mock::MOCK_KEY): a fixed test value, not a secret.
-MOCK_KEY=sk-steadfast-mock-not-a-secret
-BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
+# shellcheck source=common.sh
+. "$ROOT/benches/gateway/common.sh"
 
 command -v valgrind >/dev/null || {
     echo "callgrind.sh: needs valgrind (apt-get install valgrind)" >&2
@@ -35,25 +34,6 @@ mkdir -p "$OUT"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 
-# start NAME CMD...: runs CMD with its output in NAME.{out,err}; sets STARTED and URL
-# (the first line it prints, 120 s at most: valgrind starts slowly).
-start() {
-    local name=$1 i
-    shift
-    rm -f "$OUT/$name.out" "$OUT/$name.err"
-    "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" </dev/null &
-    STARTED=$!
-    PIDS+=("$STARTED")
-    for ((i = 0; i < 1200; i++)); do
-        if [[ -s $OUT/$name.out ]] && IFS= read -r URL <"$OUT/$name.out"; then
-            return 0
-        fi
-        kill -0 "$STARTED" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "callgrind.sh: $name did not print its URL; see $OUT/$name.err" >&2
-    exit 1
-}
 
 requests() { # requests URL COUNT
     "$BIN/loadgen" latency --url "$1" --body "$BODY" \
@@ -64,17 +44,10 @@ requests() { # requests URL COUNT
 
 (cd "$ROOT" && cargo build --release -q -p steadfast-cli -p steadfast-gateway-bench)
 
-start upstream "$BIN/upstream"
+start_server "$OUT" upstream 120 "$BIN/upstream"
 UP_URL=$URL
 
-cat >"$OUT/steadfast.toml" <<EOF
-[[endpoint]]
-name = "openai"
-provider = "openai"
-base_url = "$UP_URL"
-keys_env = ["STEADFAST_BENCH_MOCK_KEY"]
-model = "gpt-4o-mini"
-EOF
+steadfast_config "$OUT/steadfast.toml" "$UP_URL"
 
 printf '| gateway | instructions a request |\n| --- | ---: |\n'
 for gw in $GATEWAYS; do
@@ -88,7 +61,7 @@ for gw in $GATEWAYS; do
     esac
     rm -f "$OUT/$gw.callgrind".*
     # The variables go before valgrind: it does not follow an `env` it runs.
-    start "$gw" env TOKIO_WORKER_THREADS=1 "STEADFAST_BENCH_MOCK_KEY=$MOCK_KEY" valgrind --tool=callgrind --instr-atstart=no \
+    start_server "$OUT" "$gw" 120 env TOKIO_WORKER_THREADS=1 "STEADFAST_BENCH_MOCK_KEY=$MOCK_KEY" valgrind --tool=callgrind --instr-atstart=no \
         --callgrind-out-file="$OUT/$gw.callgrind.%p" "${cmd[@]}"
     gw_pid=$STARTED
     requests "$URL" "$WARMUP"

@@ -23,33 +23,13 @@ CONCURRENCY=${CONCURRENCY:-64 256}
 GATEWAY_THREADS=${GATEWAY_THREADS:-1}
 STEADFAST=${STEADFAST:-$BIN/steadfast}
 
-# The mock's key (steadfast_mock::MOCK_KEY): a fixed test value, not a secret.
-MOCK_KEY=sk-steadfast-mock-not-a-secret
-BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
+# shellcheck source=common.sh
+. "$ROOT/benches/gateway/common.sh"
 
 mkdir -p "$OUT"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 
-# start NAME CMD...: runs CMD with its output in NAME.{out,err}; sets STARTED and URL
-# (the first line it prints, 30 s at most).
-start() {
-    local name=$1 i
-    shift
-    rm -f "$OUT/$name.out" "$OUT/$name.err"
-    "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" </dev/null &
-    STARTED=$!
-    PIDS+=("$STARTED")
-    for ((i = 0; i < 300; i++)); do
-        if [[ -s $OUT/$name.out ]] && IFS= read -r URL <"$OUT/$name.out"; then
-            return 0
-        fi
-        kill -0 "$STARTED" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "paired.sh: $name did not print its URL; see $OUT/$name.err" >&2
-    exit 1
-}
 
 # rps URL CONCURRENCY: requests a second of 2xx answers (any error fails the script).
 rps() {
@@ -68,20 +48,13 @@ rps() {
 
 (cd "$ROOT" && cargo build --release -q -p steadfast-cli -p steadfast-gateway-bench)
 
-start upstream "$BIN/upstream"
+start_server "$OUT" upstream 30 "$BIN/upstream"
 UP_URL=$URL
-cat >"$OUT/steadfast.toml" <<EOF
-[[endpoint]]
-name = "openai"
-provider = "openai"
-base_url = "$UP_URL"
-keys_env = ["STEADFAST_BENCH_MOCK_KEY"]
-model = "gpt-4o-mini"
-EOF
-start forward env "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" "$BIN/forward" --upstream "$UP_URL" \
+steadfast_config "$OUT/steadfast.toml" "$UP_URL"
+start_server "$OUT" forward 30 env "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" "$BIN/forward" --upstream "$UP_URL" \
     --threads "$GATEWAY_THREADS"
 FORWARD=$URL
-start steadfast env "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" "STEADFAST_BENCH_MOCK_KEY=$MOCK_KEY" \
+start_server "$OUT" steadfast 30 env "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" "STEADFAST_BENCH_MOCK_KEY=$MOCK_KEY" \
     "$STEADFAST" serve --config "$OUT/steadfast.toml" --addr 127.0.0.1:0
 GATEWAY=$URL
 

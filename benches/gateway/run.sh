@@ -36,9 +36,8 @@ PIN=${PIN:-0}
 PORTKEY_VERSION=${PORTKEY_VERSION:-1.15.2}
 LITELLM_SPEC=${LITELLM_SPEC:-litellm[proxy]}
 
-# The mock's key (steadfast_mock::MOCK_KEY): a fixed test value, not a secret.
-MOCK_KEY=sk-steadfast-mock-not-a-secret
-BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
+# shellcheck source=common.sh
+. "$ROOT/benches/gateway/common.sh"
 CHAT_PATH=/v1/chat/completions
 
 mkdir -p "$OUT" "$LOGS"
@@ -223,14 +222,7 @@ start_gateway() {
         GW_URL=$(first_line "$log" "$GW_PID") || GW_WHY="did not print its URL"
         ;;
     steadfast)
-        cat >"$OUT/steadfast-$2.toml" <<EOF
-[[endpoint]]
-name = "openai"
-provider = "openai"
-base_url = "$UP_URL"
-keys_env = ["STEADFAST_BENCH_MOCK_KEY"]
-model = "gpt-4o-mini"
-EOF
+        steadfast_config "$OUT/steadfast-$2.toml" "$UP_URL"
         start "$log" env "STEADFAST_BENCH_MOCK_KEY=$MOCK_KEY" "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" \
             "${GATEWAY_CPU[@]}" "$BIN/steadfast" serve --config "$OUT/steadfast-$2.toml" --addr 127.0.0.1:0
         GW_PID=$STARTED
