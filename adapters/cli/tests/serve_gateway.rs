@@ -892,13 +892,7 @@ async fn a_request_body_over_the_limit_is_refused_and_one_at_it_is_served() {
     let e: Value = serde_json::from_str(&got.text).unwrap();
     let message = e["error"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("over {limit} bytes")), "{e}");
-    let got = post(
-        &gw,
-        "/v1/chat/completions",
-        &openai_body("gpt-4o-mini", false),
-        &[],
-    )
-    .await;
+    let got = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(got.status, 200, "{}", got.text);
 
     // Unannounced (chunked): refused once it outgrows the limit; in pieces within it,

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
-use http_body_util::BodyExt;
-use hyper::body::{Body as _, Incoming};
-use steadfast_http::body::LimitedBody;
+use hyper::body::Incoming;
 use steadfast_http::chat::ApiErrorKind;
 use steadfast_http::{CallOptions, Provider, RawRequest, RawRequestError, Reply};
 use tokio::time::Instant;
@@ -23,6 +21,7 @@ use super::flight::{FlightKey, Flights, Join, Lead};
 use super::ledger::SharedTurn;
 use super::reply::{Answer, Body, GaveUp, X_ATTEMPTS, X_ENDPOINT, X_REPLAYED, attempts_value};
 use super::stream;
+use super::whole::{Unread, read_whole};
 
 /// The header OpenAI's SDKs send with their own timeout, in seconds.
 const SDK_TIMEOUT: HeaderName = HeaderName::from_static("x-stainless-timeout");
@@ -117,7 +116,7 @@ async fn read(
     arrived: Instant,
 ) -> Result<Chat, Response<Body>> {
     let limit = gw.config.max_request_body;
-    let bytes = match whole_body(body, limit).await {
+    let bytes = match read_whole(body, limit).await {
         Ok(bytes) => bytes,
         Err(Unread::TooLarge) => {
             let m = format!("the request body is over {limit} bytes");
@@ -157,27 +156,6 @@ async fn read(
         options,
         arrived,
     })
-}
-
-/// Why a request body was not read.
-enum Unread {
-    /// It announced, or reached, more than the limit.
-    TooLarge,
-    /// The connection failed while it was read.
-    Broken(hyper::Error),
-}
-
-/// The request body whole, at most `limit` bytes: a body that came in one piece is
-/// kept as it came (it goes upstream as it is).
-async fn whole_body(mut body: Incoming, limit: u64) -> Result<Bytes, Unread> {
-    let mut whole =
-        LimitedBody::new(limit, body.size_hint().exact()).map_err(|_| Unread::TooLarge)?;
-    while let Some(frame) = body.frame().await {
-        if let Ok(piece) = frame.map_err(Unread::Broken)?.into_data() {
-            whole.push_bytes(piece).map_err(|_| Unread::TooLarge)?;
-        }
-    }
-    Ok(whole.into_shared())
 }
 
 fn refuse(shape: Provider, kind: ApiErrorKind, message: String) -> Response<Body> {

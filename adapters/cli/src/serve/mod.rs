@@ -22,6 +22,7 @@ pub mod routes;
 pub mod server;
 pub mod stream;
 pub mod upstream;
+pub mod whole;
 
 use std::sync::Arc;
 

@@ -13,6 +13,7 @@
 //! writing a byte goes out on the next connection, so a stale connection never costs a
 //! retry.
 
+use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
 use std::future::poll_fn;
@@ -70,7 +71,7 @@ struct Target {
     /// Its `Host` header: the host, and the port when it is not the scheme's own.
     host: HeaderValue,
     /// Idle connections, the most recently given back last.
-    idle: Mutex<Vec<Idle>>,
+    idle: Mutex<VecDeque<Idle>>,
 }
 
 struct Idle {
@@ -99,11 +100,11 @@ impl Target {
             url,
             path,
             host,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(VecDeque::new()),
         })
     }
 
-    fn idle(&self) -> MutexGuard<'_, Vec<Idle>> {
+    fn idle(&self) -> MutexGuard<'_, VecDeque<Idle>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -112,7 +113,7 @@ impl Target {
     fn take(&self, idle_for: Duration) -> Option<Sender> {
         let now = Instant::now();
         let mut idle = self.idle();
-        while let Some(conn) = idle.pop() {
+        while let Some(conn) = idle.pop_back() {
             if !conn.sender.is_closed() && now.saturating_duration_since(conn.since) <= idle_for {
                 return Some(conn.sender);
             }
@@ -161,13 +162,13 @@ impl Lent<'_> {
         let now = Instant::now();
         let mut idle = self.target.idle();
         let stale = idle
-            .first()
+            .front()
             .is_some_and(|oldest| now.saturating_duration_since(oldest.since) > self.pool.idle_for);
         if stale {
-            idle.remove(0);
+            idle.pop_front();
         }
         if idle.len() < self.pool.max_idle {
-            idle.push(Idle {
+            idle.push_back(Idle {
                 sender: self.sender,
                 since: now,
             });

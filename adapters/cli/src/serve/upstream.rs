@@ -20,20 +20,20 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body as _, Incoming};
+use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
 use steadfast_core::ids::EndpointId;
 use steadfast_core::outcome::Transport;
 use steadfast_core::time::Timestamp;
-use steadfast_http::body::LimitedBody;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
 use steadfast_http::{CallOptions, Now, Outgoing, RawRequest, Reply, Session, Shared, Step};
 use tokio::time::{Instant, Sleep};
 
 use super::pool::{Lent, Pool, SendError};
+use super::whole::{Unread, read_whole};
 
 /// A call through [`Upstream`] that gave up; its source is the last attempt's error.
 pub type UpstreamCallError = steadfast_http::CallError<UpstreamError>;
@@ -237,37 +237,25 @@ impl Upstream {
                 return None;
             }
         };
-        let (head, mut body) = resp.into_parts();
+        let (head, body) = resp.into_parts();
         let status = head.status.as_u16();
         let headers = head.headers;
-        let Ok(mut whole) = LimitedBody::new(max, body.size_hint().exact()) else {
-            s.on_body_too_large(self.now(), status, &headers);
-            return None;
+        let e = match within(&mut deadline, pin!(read_whole(body, max))).await {
+            Ok(Ok(whole)) => {
+                lent.give_back();
+                s.on_response(self.now(), status, &headers, &whole);
+                return is_payload(status).then_some(whole);
+            }
+            Ok(Err(Unread::TooLarge)) => {
+                s.on_body_too_large(self.now(), status, &headers);
+                return None;
+            }
+            Ok(Err(Unread::Broken(e))) => UpstreamError::Body(e),
+            Err(_) => UpstreamError::Timeout,
         };
-        loop {
-            let e = match within(&mut deadline, body.frame()).await {
-                Ok(Some(Ok(frame))) => {
-                    let Ok(piece) = frame.into_data() else {
-                        continue;
-                    };
-                    if whole.push_bytes(piece).is_err() {
-                        s.on_body_too_large(self.now(), status, &headers);
-                        return None;
-                    }
-                    continue;
-                }
-                Ok(None) => {
-                    lent.give_back();
-                    s.on_response(self.now(), status, &headers, whole.as_slice());
-                    return is_payload(status).then(|| whole.into_shared());
-                }
-                Ok(Some(Err(e))) => UpstreamError::Body(e),
-                Err(_) => UpstreamError::Timeout,
-            };
-            let t = transport(&e, true);
-            s.on_body_error(self.now(), status, &headers, t, e);
-            return None;
-        }
+        let t = transport(&e, true);
+        s.on_body_error(self.now(), status, &headers, t, e);
+        None
     }
 
     async fn send(
