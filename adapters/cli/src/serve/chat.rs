@@ -58,7 +58,7 @@ pub async fn serve(
         Err(refusal) => return refusal,
     };
     let Some(key) = chat.options.idempotency_key.clone() else {
-        return run(&gw, chat, None).await;
+        return pin!(run(&gw, chat, None)).await;
     };
     let flight = FlightKey {
         caller: match caller {
@@ -73,7 +73,7 @@ pub async fn serve(
         match gw.flights.join(flight.clone()) {
             Join::Lead(mut lead) => {
                 if let Some(shared) = gw.flights.shared() {
-                    match shared.turn(&flight).await {
+                    match Box::pin(shared.turn(&flight)).await {
                         SharedTurn::Run => lead.claimed(),
                         SharedTurn::Done(answer) => {
                             gw.metrics.on_replayed();
@@ -83,7 +83,7 @@ pub async fn serve(
                         }
                     }
                 }
-                return run(&gw, chat, Some(lead)).await;
+                return pin!(run(&gw, chat, Some(lead))).await;
             }
             Join::Replay(done) => {
                 gw.metrics.on_replayed();
@@ -175,20 +175,23 @@ fn seconds(text: String) -> Option<Duration> {
 
 /// Runs the call; `lead` receives its answer for the requests waiting on its key.
 async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
+    // The stream's and the reqwest client's calls are boxed: their futures are large
+    // and, inline, every whole call's future would carry their size.
     if chat.stream {
-        return stream::run(gw, chat, lead).await;
+        return Box::pin(stream::run(gw, chat, lead)).await;
     }
     let (answer, keep) = if gw.upstream.handles(gw.client.shared()) {
-        let call = gw
-            .upstream
-            .chat(gw.client.shared(), &chat.request, &chat.options);
-        let result = gw.ending.unless(pin!(call)).await;
+        let shared = gw.client.shared();
+        // Pinned where it is made: a future awaited as a temporary is kept twice in
+        // its caller's state.
+        let call = pin!(gw.upstream.chat(shared, &chat.request, &chat.options));
+        let result = gw.ending.unless(call).await;
         answered(gw, chat.shape, result)
     } else {
         let call = gw
             .client
             .chat_with_options(chat.request.value(), &chat.options);
-        let result = gw.ending.unless(pin!(call)).await;
+        let result = gw.ending.unless(Box::pin(call)).await;
         let result = result.map(|r| r.map(|reply| (reply, None)));
         answered(gw, chat.shape, result)
     };

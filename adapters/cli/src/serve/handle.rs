@@ -2,6 +2,7 @@
 //! counted by path and status.
 
 use std::convert::Infallible;
+use std::pin::pin;
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
@@ -19,7 +20,9 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let path = known_path(req.uri().path());
-    let response = route(&gw, path, req).await;
+    // Pinned where it is made, here and below: a future awaited as a temporary is kept
+    // twice in its caller's state (and hyper moves this one in for every request).
+    let response = pin!(route(&gw, path, req)).await;
     gw.metrics.on_response(path, response.status().as_u16());
     Ok(response)
 }
@@ -74,10 +77,18 @@ async fn route(gw: &Arc<Gateway>, path: &'static str, req: Request<Incoming>) ->
     match (path, method) {
         ("/v1/chat/completions", Method::POST) | ("/v1/messages", Method::POST) => {
             let (parts, body) = req.into_parts();
-            chat::serve(Arc::clone(gw), shape, path, caller, parts.headers, body).await
+            pin!(chat::serve(
+                Arc::clone(gw),
+                shape,
+                path,
+                caller,
+                parts.headers,
+                body
+            ))
+            .await
         }
         ("/v1/models", Method::GET) => models(gw, shape).to_response(),
-        (admin::PREFIX, _) => admin::handle(gw, req).await,
+        (admin::PREFIX, _) => Box::pin(admin::handle(gw, req)).await,
         ("other", _) => {
             let m = format!("Unknown request URL: {}.", req.uri().path());
             Answer::error(shape, ApiErrorKind::NotFound, m).to_response()

@@ -225,7 +225,9 @@ impl Pool {
                 },
             }
         }
-        Some(self.send_on_new(target, request).await)
+        // Boxed: connecting (TLS included) is a large future, and it is the rare path;
+        // inline, every exchange's future would carry its size.
+        Some(Box::pin(self.send_on_new(target, request)).await)
     }
 
     async fn send_on_new<'p>(

@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{Either, Full};
 use serde_json::Value;
 use steadfast_core::classify::Class;
 use steadfast_core::time::Timestamp;
 use steadfast_http::chat::{ApiError, ApiErrorKind};
 use steadfast_http::{GiveUpReason, Provider};
 
-/// The body of every gateway response: whole, or streamed events.
-pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
+/// The body of every gateway response: whole (held as it is, not boxed: one allocation
+/// less a request), or streamed events.
+pub type Body = Either<Full<Bytes>, UnsyncBoxBody<Bytes, Infallible>>;
 
 /// A call that gave up, as the reqwest client reports it.
 pub type CallError = steadfast_reqwest::CallError;
@@ -42,7 +44,7 @@ pub fn attempts_value(n: u32) -> HeaderValue {
 
 /// A whole body.
 fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed_unsync()
+    Either::Left(Full::new(bytes.into()))
 }
 
 /// A whole answer: kept as bytes, so that it can be sent again to the requests that

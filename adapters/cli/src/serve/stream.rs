@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::{BodyExt, Either, StreamBody};
 use hyper::body::Frame;
 use serde_json::Value;
 use steadfast_http::chat::{ApiError, ApiErrorKind};
@@ -52,7 +52,7 @@ pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<
         capture: lead.map(|l| (l, Vec::new())),
     };
     let body = StreamBody::new(futures_util::stream::unfold(relay, Relay::step));
-    let mut r = Response::new(body.boxed_unsync());
+    let mut r = Response::new(Either::Right(body.boxed_unsync()));
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

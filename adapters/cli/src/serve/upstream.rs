@@ -19,6 +19,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::{Method, Request, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -180,38 +181,46 @@ impl Upstream {
         ));
         s.passing_through();
         let span = s.call_span();
-        span.instrument(async move {
-            let mut last = None;
-            loop {
-                match s.poll(self.timestamp()) {
-                    Step::Send(out) => {
-                        last = s
-                            .attempt_span()
-                            .instrument(self.exchange(&mut s, out))
-                            .await;
-                    }
-                    Step::Sleep(until) => {
-                        tokio::time::sleep_until(Instant::from_std(self.epoch.instant(until)))
-                            .await;
-                    }
-                    // No store here (see `handles`): the endpoint runs on its fallback.
-                    Step::Lease(ask) => {
-                        s.on_lease(self.timestamp(), &ask, steadfast_http::LeaseAnswer::Failed);
-                    }
-                    Step::Done => {
-                        let reply = s.take_reply()?;
-                        let untranslated = reply.is_passed_through()
-                            || reply.degraded.is_none()
-                                && reply
-                                    .served_by
-                                    .as_ref()
-                                    .is_some_and(|by| Some(by.provider) == options.shape);
-                        return Ok((reply, last.filter(|_| untranslated)));
-                    }
+        // Pinned where it is made, here and below: a future awaited as a temporary is
+        // kept twice in its caller's state.
+        let drive = pin!(self.drive(&mut s, options));
+        span.instrument(drive).await
+    }
+
+    /// Runs the session `s` to its end: sends its attempts, sleeps its waits.
+    async fn drive(
+        &self,
+        s: &mut S<'_>,
+        options: &CallOptions,
+    ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
+        let mut last = None;
+        loop {
+            match s.poll(self.timestamp()) {
+                Step::Send(out) => {
+                    let span = s.attempt_span();
+                    let exchange = pin!(self.exchange(s, out));
+                    last = span.instrument(exchange).await;
+                }
+                Step::Sleep(until) => {
+                    let until = Instant::from_std(self.epoch.instant(until));
+                    tokio::time::sleep_until(until).await;
+                }
+                // No store here (see `handles`): the endpoint runs on its fallback.
+                Step::Lease(ask) => {
+                    s.on_lease(self.timestamp(), &ask, steadfast_http::LeaseAnswer::Failed);
+                }
+                Step::Done => {
+                    let reply = s.take_reply()?;
+                    let untranslated = reply.is_passed_through()
+                        || reply.degraded.is_none()
+                            && reply
+                                .served_by
+                                .as_ref()
+                                .is_some_and(|by| Some(by.provider) == options.shape);
+                    return Ok((reply, last.filter(|_| untranslated)));
                 }
             }
-        })
-        .await
+        }
     }
 
     /// Sends `out` and reads its answer whole, all within the attempt's timeout, and
@@ -258,23 +267,25 @@ impl Upstream {
         None
     }
 
-    async fn send(
-        &self,
-        out: Outgoing<'_>,
-    ) -> Result<(hyper::Response<Incoming>, Lent<'_>), UpstreamError> {
+    /// Sends `out` on an endpoint's connection. Not an `async fn`: the pool's future
+    /// is awaited in the exchange's, where one more async layer would hold it twice.
+    fn send(&self, out: Outgoing<'_>) -> impl Future<Output = Sent<'_>> {
         let mut req = Request::new(Full::new(out.body));
         *req.method_mut() = Method::POST;
         *req.headers_mut() = out.headers;
         let endpoint = usize::from(out.attempt.target.endpoint.0);
-        match self.pool.send(endpoint, req).await {
+        let url = out.url;
+        self.pool.send(endpoint, req).map(move |sent| match sent {
             Some(sent) => sent.map_err(UpstreamError::Send),
             None => {
-                Err(Uri::try_from(out.url)
-                    .map_or_else(UpstreamError::Url, |_| UpstreamError::NotHttp))
+                Err(Uri::try_from(url).map_or_else(UpstreamError::Url, |_| UpstreamError::NotHttp))
             }
-        }
+        })
     }
 }
+
+/// What sending a request came to: its answer and connection, or why not.
+type Sent<'p> = Result<(hyper::Response<Incoming>, Lent<'p>), UpstreamError>;
 
 /// `work`'s output, unless `deadline` passes first (`Err`). `work` is taken pinned
 /// where it is (`pin!`), not moved into this future.
