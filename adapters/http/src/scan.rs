@@ -22,7 +22,9 @@ impl RawStr<'_> {
         if self.escaped {
             self.decoded() == name
         } else {
-            self.text == name.as_bytes()
+            // Byte by byte: names are short, and a call of `memcmp` costs more.
+            let name = name.as_bytes();
+            self.text.len() == name.len() && self.text.iter().zip(name).all(|(a, b)| a == b)
         }
     }
 
@@ -130,10 +132,10 @@ pub(crate) fn members<'a>(
     text: &'a [u8],
     mut each: impl FnMut(RawStr<'a>, Scanned<'a>),
 ) -> Option<bool> {
-    read(text, |scan, key| {
-        let value = scan.value(1)?;
+    read(text, move |at, key| {
+        let (end, value) = value_at(text, at, 1)?;
         each(key, value);
-        Some(())
+        Some(end)
     })
 }
 
@@ -154,36 +156,39 @@ pub(crate) fn members_and_inner<'a>(
     inner: &str,
     mut each: impl FnMut(Member<'a>),
 ) -> Option<bool> {
-    read(text, |scan, key| {
-        let value = if key.is(inner) && scan.token()? == b'{' {
-            scan.object(1, |scan, key| {
-                let value = scan.value(2)?;
+    read(text, move |at, key| {
+        let (at, first) = token_at(text, at);
+        let (end, value) = if first == b'{' && key.is(inner) {
+            let end = object_end(text, at, 1, |at, key| {
+                let (end, value) = value_at(text, at, 2)?;
                 each(Member::Inner(key, value));
-                Some(())
-            })?
+                Some(end)
+            })?;
+            (end, Scanned::Object(text.get(at..end)?))
         } else {
-            scan.value(1)?
+            value_at(text, at, 1)?
         };
         each(Member::Top(key, value));
-        Some(())
+        Some(end)
     })
 }
 
 /// Checks that `text` is one JSON value; when it is an object, `member` reads each
-/// member's value (the scan after its key and colon).
+/// member's value from where it is given (after the key's colon) and says where
+/// the value ends.
+#[inline(always)]
 fn read<'a>(
     text: &'a [u8],
-    member: impl FnMut(&mut Scan<'a>, RawStr<'a>) -> Option<()>,
+    member: impl FnMut(usize, RawStr<'a>) -> Option<usize>,
 ) -> Option<bool> {
-    let mut scan = Scan { text, at: 0 };
-    let object = scan.token()? == b'{';
-    if object {
-        scan.object(0, member)?;
+    let (at, first) = token_at(text, 0);
+    let object = first == b'{';
+    let end = if object {
+        object_end(text, at, 0, member)?
     } else {
-        scan.value(0)?;
-    }
-    scan.skip_space();
-    (scan.at == text.len()).then_some(object)
+        value_at(text, at, 0)?.0
+    };
+    (after_space(text, end) == text.len()).then_some(object)
 }
 
 /// Bytes that end the plain run of a string: the quote, the backslash, the control
@@ -201,234 +206,293 @@ const STOPS: [bool; 256] = {
     t
 };
 
-struct Scan<'a> {
+/// Where the object at `at` (its `{`), inside `outer` arrays and objects, ends;
+/// `member` reads each member's value from where it is given (after the key's
+/// colon) and says where the value ends.
+#[inline(always)]
+fn object_end<'a>(
     text: &'a [u8],
     at: usize,
+    outer: u32,
+    mut member: impl FnMut(usize, RawStr<'a>) -> Option<usize>,
+) -> Option<usize> {
+    if outer >= MAX_DEPTH {
+        return None;
+    }
+    let (mut at, next) = token_at(text, at + 1);
+    if next == b'}' {
+        return Some(at + 1);
+    }
+    loop {
+        let (after, key) = key_at(text, at)?;
+        let next;
+        (at, next) = token_at(text, member(after, key)?);
+        at += 1;
+        match next {
+            b',' => {}
+            b'}' => return Some(at),
+            _ => return None,
+        }
+    }
 }
 
-impl<'a> Scan<'a> {
-    /// The next byte that is not space (left in place); `None` at the end.
-    #[inline(always)]
-    fn token(&mut self) -> Option<u8> {
-        match self.text.get(self.at) {
-            Some(&b) if b > b' ' => Some(b),
-            _ => {
-                self.skip_space();
-                self.text.get(self.at).copied()
-            }
-        }
+/// A member's key from `at` (the space before it), and where its colon ends.
+#[inline(always)]
+fn key_at(text: &[u8], at: usize) -> Option<(usize, RawStr<'_>)> {
+    let (at, first) = token_at(text, at);
+    if first != b'"' {
+        return None;
     }
+    let (end, key) = string_at(text, at)?;
+    let (colon, next) = token_at(text, end);
+    (next == b':').then_some((colon + 1, key))
+}
 
-    fn skip_space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.at) {
-            self.at += 1;
+/// One value from `at` (the space before it) inside `outer` arrays and objects, and
+/// where it ends.
+#[inline(always)]
+fn value_at(text: &[u8], at: usize, outer: u32) -> Option<(usize, Scanned<'_>)> {
+    let (start, first) = token_at(text, at);
+    let (end, value) = match first {
+        b'"' => {
+            let (end, s) = string_at(text, start)?;
+            return Some((end, Scanned::Str(s)));
         }
+        b'{' => {
+            let end = container_end(text, start, outer)?;
+            (end, Scanned::Object(text.get(start..end)?))
+        }
+        b'[' => (container_end(text, start, outer)?, Scanned::Other),
+        b'-' | b'0'..=b'9' => {
+            let end = number_end(text, start)?;
+            (end, Scanned::Number(text.get(start..end)?))
+        }
+        b't' => (literal_end(text, start, b"true")?, Scanned::Bool(true)),
+        b'f' => (literal_end(text, start, b"false")?, Scanned::Bool(false)),
+        b'n' => (literal_end(text, start, b"null")?, Scanned::Other),
+        _ => return None,
+    };
+    Some((end, value))
+}
+
+/// The string with its opening quote at `at`, and where it ends (after its
+/// closing quote).
+#[inline(always)]
+fn string_at(text: &[u8], at: usize) -> Option<(usize, RawStr<'_>)> {
+    let (end, escaped) = closing_quote(text, at)?;
+    let text = text.get(at + 1..end)?;
+    Some((end + 1, RawStr { text, escaped }))
+}
+
+/// The byte at `at`, or 0 past the end: no JSON text has a 0 byte where a token
+/// may stand, so the end needs no case of its own.
+#[inline(always)]
+fn byte_at(text: &[u8], at: usize) -> u8 {
+    text.get(at).copied().unwrap_or(0)
+}
+
+/// The first byte from `at` that is not space, and where it is (0 at the end).
+#[inline(always)]
+fn token_at(text: &[u8], at: usize) -> (usize, u8) {
+    let b = byte_at(text, at);
+    if b > b' ' {
+        return (at, b);
     }
+    let at = after_space(text, at);
+    (at, byte_at(text, at))
+}
 
-    /// An object inside `outer` arrays and objects (at its `{`); `member` reads each
-    /// member's value.
-    fn object(
-        &mut self,
-        outer: u32,
-        mut member: impl FnMut(&mut Scan<'a>, RawStr<'a>) -> Option<()>,
-    ) -> Option<Scanned<'a>> {
-        if outer >= MAX_DEPTH {
-            return None;
-        }
-        let start = self.at;
-        self.at += 1;
-        if self.token()? == b'}' {
-            self.at += 1;
-        } else {
-            loop {
-                let key = self.key()?;
-                member(self, key)?;
-                if !self.after_item(b'}')? {
-                    break;
-                }
-            }
-        }
-        Some(Scanned::Object(self.text.get(start..self.at)?))
+/// Where the space from `at` ends.
+fn after_space(text: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = text.get(at) {
+        at += 1;
     }
+    at
+}
 
-    /// A member's key and the colon after it (at the space before the key).
-    #[inline(always)]
-    fn key(&mut self) -> Option<RawStr<'a>> {
-        if self.token()? != b'"' {
-            return None;
-        }
-        let key = self.string()?;
-        if self.token()? != b':' {
-            return None;
-        }
-        self.at += 1;
-        Some(key)
-    }
+/// The closing byte of an object (`object`) or an array.
+#[inline(always)]
+fn close_of(object: bool) -> u8 {
+    if object { b'}' } else { b']' }
+}
 
-    /// One value inside `outer` arrays and objects (at the space before it).
-    fn value(&mut self, outer: u32) -> Option<Scanned<'a>> {
-        let first = self.token()?;
-        let start = self.at;
+/// Where the array or object at `at`, inside `outer` others, ends; checked whole
+/// in one loop. `levels` holds a bit a level open inside it (set for an object)
+/// under a leading 1; one too deep for it is checked by a call of its own.
+#[inline(never)]
+fn container_end(text: &[u8], mut at: usize, outer: u32) -> Option<usize> {
+    /// How many levels `levels` holds.
+    const HELD: u32 = 62;
+    let room = MAX_DEPTH.checked_sub(outer)?;
+    let mut levels = 1u64;
+    let mut first = byte_at(text, at);
+    loop {
         match first {
-            b'{' => {
-                self.container(outer)?;
-                Some(Scanned::Object(self.text.get(start..self.at)?))
-            }
-            b'[' => {
-                self.container(outer)?;
-                Some(Scanned::Other)
-            }
-            _ => self.scalar(first),
-        }
-    }
-
-    /// A value that is not an array or an object (at `first`, its first byte).
-    #[inline(always)]
-    fn scalar(&mut self, first: u8) -> Option<Scanned<'a>> {
-        Some(match first {
-            b'"' => Scanned::Str(self.string()?),
-            b't' => self.literal(b"true", Scanned::Bool(true))?,
-            b'f' => self.literal(b"false", Scanned::Bool(false))?,
-            b'n' => self.literal(b"null", Scanned::Other)?,
-            b'-' | b'0'..=b'9' => Scanned::Number(self.number()?),
-            _ => return None,
-        })
-    }
-
-    fn literal(&mut self, word: &[u8], value: Scanned<'a>) -> Option<Scanned<'a>> {
-        let rest = self.text.get(self.at..)?;
-        rest.starts_with(word).then(|| {
-            self.at += word.len();
-            value
-        })
-    }
-
-    /// An array or an object inside `outer` others (at its opening byte), checked
-    /// whole in one loop: `objects` holds, a bit a level, which of the containers
-    /// open inside it are objects.
-    fn container(&mut self, outer: u32) -> Option<()> {
-        let room = MAX_DEPTH.checked_sub(outer)?;
-        let mut depth = 0u32;
-        let mut objects = 0u128;
-        let mut first = self.token()?;
-        loop {
-            if let b'{' | b'[' = first {
+            b'"' => at = closing_quote(text, at)?.0 + 1,
+            b'{' | b'[' => {
+                let depth = 63 - levels.leading_zeros();
                 if depth >= room {
                     return None;
                 }
-                depth += 1;
-                let object = first == b'{';
-                objects = objects << 1 | u128::from(object);
-                self.at += 1;
-                let close = if object { b'}' } else { b']' };
-                if self.token()? != close {
-                    if object {
-                        self.key()?;
+                if depth == HELD {
+                    at = container_end(text, at, outer + HELD)?;
+                } else {
+                    let object = first == b'{';
+                    levels = levels << 1 | u64::from(object);
+                    let next;
+                    (at, next) = token_at(text, at + 1);
+                    if next != close_of(object) {
+                        if object {
+                            at = after_key(text, at)?;
+                        }
+                        (at, first) = token_at(text, at);
+                        continue;
                     }
-                    first = self.token()?;
-                    continue;
-                }
-                self.at += 1;
-                depth -= 1;
-                objects >>= 1;
-            } else {
-                self.scalar(first)?;
-            }
-            // After an item: close what ends here, up to the next item.
-            loop {
-                if depth == 0 {
-                    return Some(());
-                }
-                let object = objects & 1 == 1;
-                if self.after_item(if object { b'}' } else { b']' })? {
-                    if object {
-                        self.key()?;
-                    }
-                    break;
-                }
-                depth -= 1;
-                objects >>= 1;
-            }
-            first = self.token()?;
-        }
-    }
-
-    /// Takes what follows an item: a comma (`Some(true)`: another item follows) or
-    /// `close` (`Some(false)`); `None` for anything else.
-    #[inline(always)]
-    fn after_item(&mut self, close: u8) -> Option<bool> {
-        let next = self.token()?;
-        if next != b',' && next != close {
-            return None;
-        }
-        self.at += 1;
-        Some(next == b',')
-    }
-
-    /// A string (at its opening quote).
-    #[inline(always)]
-    fn string(&mut self) -> Option<RawStr<'a>> {
-        let start = self.at + 1;
-        let mut at = start;
-        let mut escaped = false;
-        let mut ascii = true;
-        loop {
-            at = plain_run(self.text, at);
-            match *self.text.get(at)? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    at = escape(self.text, at)?;
-                }
-                0x80.. => {
-                    ascii = false;
                     at += 1;
+                    levels >>= 1;
                 }
-                _ => return None,
             }
-        }
-        let text = self.text.get(start..at)?;
-        if !ascii {
-            std::str::from_utf8(text).ok()?;
-        }
-        self.at = at + 1;
-        Some(RawStr { text, escaped })
-    }
-
-    /// A number (at its first character): JSON's grammar, and a value `f64` holds.
-    fn number(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        let mut at = start;
-        if self.text.get(at) == Some(&b'-') {
-            at += 1;
-        }
-        match self.text.get(at)? {
-            b'0' => at += 1,
-            b'1'..=b'9' => at = digits(self.text, at),
+            b'-' | b'0'..=b'9' => at = number_end(text, at)?,
+            b't' => at = literal_end(text, at, b"true")?,
+            b'f' => at = literal_end(text, at, b"false")?,
+            b'n' => at = literal_end(text, at, b"null")?,
             _ => return None,
         }
-        if self.text.get(at) == Some(&b'.') {
-            at = some_digits(self.text, at + 1)?;
-        }
-        let mut exponent = false;
-        if let Some(b'e' | b'E') = self.text.get(at) {
+        // After an item: close what ends here, up to the next item.
+        loop {
+            if levels == 1 {
+                return Some(at);
+            }
+            let object = levels & 1 == 1;
+            let next;
+            (at, next) = token_at(text, at);
             at += 1;
-            if let Some(b'+' | b'-') = self.text.get(at) {
+            if next == b',' {
+                if object {
+                    at = after_key(text, at)?;
+                }
+                break;
+            }
+            if next != close_of(object) {
+                return None;
+            }
+            levels >>= 1;
+        }
+        (at, first) = token_at(text, at);
+    }
+}
+
+/// Where a member's key from `at` (the space before it) and its colon end.
+#[inline(always)]
+fn after_key(text: &[u8], at: usize) -> Option<usize> {
+    let (at, first) = token_at(text, at);
+    if first != b'"' {
+        return None;
+    }
+    let (end, _) = closing_quote(text, at)?;
+    let (colon, next) = token_at(text, end + 1);
+    (next == b':').then_some(colon + 1)
+}
+
+/// Where `word` (at `at`) ends, when it is there.
+#[inline(always)]
+fn literal_end<const N: usize>(text: &[u8], at: usize, word: &[u8; N]) -> Option<usize> {
+    let rest = text.get(at..)?;
+    (rest.first_chunk::<N>() == Some(word)).then_some(at + N)
+}
+
+/// Where the string with its opening quote at `at` has its closing quote, and
+/// whether it has escapes.
+#[inline(always)]
+fn closing_quote(text: &[u8], at: usize) -> Option<(usize, bool)> {
+    let start = at + 1;
+    // Most strings are plain and end within sixteen bytes: two looks, no loop.
+    for from in [start, start + 8] {
+        let Some(eight) = eight_at(text, from) else {
+            return string_end(text, from);
+        };
+        let stops = stops_in(*eight);
+        if stops != 0 {
+            let at = from + first_flagged(stops);
+            if text.get(at) == Some(&b'"') {
+                return Some((at, false));
+            }
+            return string_end(text, at);
+        }
+    }
+    string_end(text, start + 16)
+}
+
+/// Where the string that goes on at `at` has its closing quote, and whether it
+/// has escapes (from `at` on).
+#[cold]
+#[inline(never)]
+fn string_end(text: &[u8], mut at: usize) -> Option<(usize, bool)> {
+    let start = at;
+    let mut escaped = false;
+    let mut ascii = true;
+    loop {
+        at = plain_run(text, at);
+        match *text.get(at)? {
+            b'"' => break,
+            b'\\' => {
+                escaped = true;
+                at = escape(text, at)?;
+            }
+            0x80.. => {
+                ascii = false;
                 at += 1;
             }
-            at = some_digits(self.text, at)?;
-            exponent = true;
+            _ => return None,
         }
-        let text = self.text.get(start..at)?;
-        // A number beyond `f64` is refused. Without an exponent only one of over 300
-        // digits can be.
-        if exponent || text.len() > 300 {
-            let written = std::str::from_utf8(text).ok()?;
-            written.parse::<f64>().ok().filter(|f| f.is_finite())?;
-        }
-        self.at = at;
-        Some(text)
     }
+    // What came before `start` was plain ASCII: UTF-8 is checked from there alone.
+    if !ascii {
+        std::str::from_utf8(text.get(start..at)?).ok()?;
+    }
+    Some((at, escaped))
+}
+
+/// Where the number from `start` ends, when JSON's grammar allows it and `f64`
+/// holds it.
+#[inline(always)]
+fn number_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + usize::from(byte_at(text, start) == b'-');
+    match byte_at(text, at) {
+        b'0' => at += 1,
+        b'1'..=b'9' => at = digits(text, at + 1),
+        _ => return None,
+    }
+    // Without a fraction or an exponent only one of over 300 digits can be beyond
+    // `f64`.
+    if matches!(byte_at(text, at), b'.' | b'e' | b'E') || at - start > 300 {
+        return fraction_end(text, start, at);
+    }
+    Some(at)
+}
+
+/// [`number_end`] past the integer part, which ends at `at`.
+#[cold]
+#[inline(never)]
+fn fraction_end(text: &[u8], start: usize, mut at: usize) -> Option<usize> {
+    if text.get(at) == Some(&b'.') {
+        at = some_digits(text, at + 1)?;
+    }
+    let mut exponent = false;
+    if let Some(b'e' | b'E') = text.get(at) {
+        at += 1;
+        if let Some(b'+' | b'-') = text.get(at) {
+            at += 1;
+        }
+        at = some_digits(text, at)?;
+        exponent = true;
+    }
+    let written = text.get(start..at)?;
+    if exponent || written.len() > 300 {
+        let written = std::str::from_utf8(written).ok()?;
+        written.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    }
+    Some(at)
 }
 
 /// Where the escape at `at` (its backslash) ends, when it is one JSON allows: a
@@ -465,8 +529,15 @@ fn unit(text: &[u8], at: usize) -> Option<u32> {
     })
 }
 
-/// Where the digits from `at` end.
+/// Where the digits from `at` end, eight bytes at a time.
+#[inline(always)]
 fn digits(text: &[u8], mut at: usize) -> usize {
+    while let Some(eight) = eight_at(text, at) {
+        if let Some(i) = eight.iter().position(|b| !b.is_ascii_digit()) {
+            return at + i;
+        }
+        at += 8;
+    }
     while text.get(at).is_some_and(u8::is_ascii_digit) {
         at += 1;
     }
@@ -481,18 +552,11 @@ fn some_digits(text: &[u8], at: usize) -> Option<usize> {
 
 /// Where the plain run of a string that goes on at `at` ends: at the first of
 /// [`STOPS`] (or the end), eight bytes at a time.
+#[inline(always)]
 fn plain_run(bytes: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A byte's high bit is set where the byte is below `n` (for n <= 0x80); a flag
-    // may also be set above a true one, never below, so the lowest flag is exact.
-    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
-    while let Some(eight) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-        let x = u64::from_le_bytes(*eight);
-        let stops =
-            below(x, 0x20) | below(x ^ (ONES * 0x22), 1) | below(x ^ (ONES * 0x5c), 1) | x & HIGH;
-        if stops != 0 {
-            return at + (stops.trailing_zeros() / 8) as usize;
+    while let Some(eight) = eight_at(bytes, at) {
+        if let Some(i) = eight.iter().position(|&b| STOPS[usize::from(b)]) {
+            return at + i;
         }
         at += 8;
     }
@@ -500,6 +564,34 @@ fn plain_run(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// The high bit of each of `eight` set when the byte is one of [`STOPS`].
+#[inline(always)]
+fn stops_in(eight: [u8; 8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW: u64 = ONES * 0x7f;
+    let x = u64::from_le_bytes(eight);
+    let low = x & LOW;
+    // Each sum stays within its byte (no carry reaches the next), so every flag is
+    // exact: set when the low seven bits differ from a quote's, from a backslash's,
+    // and are at least 0x20.
+    let not_quote = (low ^ (ONES * 0x22)) + LOW;
+    let not_backslash = (low ^ (ONES * 0x5c)) + LOW;
+    let not_control = low + ONES * 0x60;
+    !(not_quote & not_backslash & not_control & !x) & !LOW
+}
+
+/// The index of the first byte `flags` flags (its high bit set).
+#[inline(always)]
+fn first_flagged(flags: u64) -> usize {
+    (flags.trailing_zeros() / 8) as usize
+}
+
+/// The eight bytes from `at`, when there are as many.
+#[inline(always)]
+fn eight_at(bytes: &[u8], at: usize) -> Option<&[u8; 8]> {
+    bytes.get(at..)?.first_chunk()
 }
 
 #[cfg(test)]

@@ -292,3 +292,186 @@ proptest! {
         agrees(&text);
     }
 }
+
+/// A request body as a gateway receives one.
+const REQUEST: &[u8] = br#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}"#;
+
+/// An answer as an upstream sends one.
+const ANSWER: &[u8] = br#"{"id":"chatcmpl-bench","object":"chat.completion","created":1764547200,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hi","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+
+/// A number for each value the scan reports, so that none of them goes unread.
+fn weight(value: Scanned<'_>) -> usize {
+    match value {
+        Scanned::Str(s) => s.text.len(),
+        Scanned::Bool(b) => usize::from(b),
+        Scanned::Number(n) | Scanned::Object(n) => n.len(),
+        Scanned::Other => 1,
+    }
+}
+
+/// One scan of the request, as `raw_request` makes it (apart for a profiler to count).
+#[inline(never)]
+fn scan_request(text: &[u8]) -> Option<bool> {
+    let mut seen = 0usize;
+    let verdict = members(text, |key, value| {
+        seen = seen.wrapping_add(key.text.len() + weight(value));
+    });
+    std::hint::black_box(seen);
+    verdict
+}
+
+/// One scan of the answer, as `peek` makes it (apart for a profiler to count).
+#[inline(never)]
+fn scan_answer(text: &[u8]) -> Option<bool> {
+    let mut seen = 0usize;
+    let verdict = members_and_inner(text, "usage", |member| {
+        let (Member::Top(key, value) | Member::Inner(key, value)) = member;
+        seen = seen.wrapping_add(key.text.len() + weight(value));
+    });
+    std::hint::black_box(seen);
+    verdict
+}
+
+/// The cost of the two scans a gateway makes per request, for a profiler: run with
+/// `valgrind --tool=callgrind <test binary> scan_cost_loop --ignored --exact` and read
+/// the inclusive cost of `scan_request` and `scan_answer` per call.
+#[test]
+#[ignore = "a profiling loop, not a check"]
+fn scan_cost_loop() {
+    for _ in 0..10_000 {
+        assert_eq!(scan_request(std::hint::black_box(REQUEST)), Some(true));
+        assert_eq!(scan_answer(std::hint::black_box(ANSWER)), Some(true));
+    }
+}
+
+#[test]
+fn agrees_with_serde_json_on_spacing_numbers_and_strings() {
+    let cases: &[&[u8]] = &[
+        b"{ }",
+        b"[ ]",
+        b"{\"a\" : 1 , \"b\" :\"x\" ,\"c\": [ 1 , 2 ] }",
+        b"{\"a\":{ },\"b\":[ ],\"c\":{\"d\" : { } } }",
+        b"[{\"a\":1} , {\"b\" :2}]",
+        b"[ {\"a\":1 ,}]",
+        b"[{\"a\" 1}]",
+        b"[{\"a\":1 \"b\":2}]",
+        b"[{\"a\":1,,\"b\":2}]",
+        b"[{,}]",
+        b"[{1:2}]",
+        b"[1 , 2 ,]",
+        b"[\"\\u00e9\\ud83d\\ude00\",\"\\ud83d\",\"\\ude00\",\"\\ud83d\\u0041\"]",
+        b"[{\"\\u0061\":1,\"caf\xc3\xa9\":2,\"\\ud800\":3}]",
+        b"[\"\xc3\"]",
+        b"[\"\xe2\x82\"]",
+        b"[\"\xed\xa0\x80\"]",
+        b"[\"\xf4\x90\x80\x80\"]",
+        b"[-0,0.5e-3,1e400,-1e400,1e-400,01,-01,1.,.5,1e+,-,2.5E+3,0e0,-0.0]",
+        b"[-0]",
+        b"[0.5e-3]",
+        b"[1e400]",
+        b"[01]",
+        b"[1.]",
+        b"[-]",
+        b"[tru]",
+        b"[nulll]",
+        b"[falsey]",
+        b"{\"n\":123456789012345678901234567890}",
+        b"{\"n\":-0,\"m\":0.5e-3,\"o\":1E2}",
+    ];
+    for text in cases {
+        agrees(text);
+    }
+}
+
+#[test]
+fn reads_strings_of_every_length_with_any_stop_anywhere() {
+    for len in 0..40 {
+        for at in 0..=len {
+            for stop in [
+                "\\n",
+                "\\u00e9",
+                "é",
+                "\\\"",
+                "\t",
+                "\"",
+                "\\ud83d\\ude00",
+                "\\ud83d",
+            ] {
+                let mut s = "x".repeat(len);
+                s.insert_str(at, stop);
+                for text in [
+                    format!("{{\"{s}\":\"{s}\",\"k\":[\"{s}\",{{\"{s}\":1}}]}}"),
+                    format!("[\"{s}\"]"),
+                ] {
+                    agrees(text.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn nests_across_the_levels_one_loop_holds() {
+    let open = |depth: usize| -> String {
+        (0..depth)
+            .map(|i| if i % 2 == 0 { "[" } else { "{\"a\":" })
+            .collect()
+    };
+    let close = |depth: usize| -> String {
+        (0..depth)
+            .rev()
+            .map(|i| if i % 2 == 0 { ",1]" } else { "}" })
+            .collect()
+    };
+    for depth in (58..68).chain(120..130) {
+        let mixed = format!("{}0{}", open(depth), close(depth));
+        agrees(mixed.as_bytes());
+        let inside = format!("{{\"v\":{{\"w\":{mixed}}},\"x\":[{mixed},2]}}");
+        agrees(inside.as_bytes());
+        let wide = format!("[{mixed},{mixed},[[]],{{}}]");
+        agrees(wide.as_bytes());
+    }
+}
+
+/// `serde_json`'s verdict on `text`: whether it parses into a value.
+fn serde_accepts(text: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(text).is_ok()
+}
+
+#[test]
+fn every_prefix_and_byte_change_of_the_samples_gets_serde_json_s_verdict() {
+    for sample in [REQUEST, ANSWER] {
+        for end in 0..=sample.len() {
+            agrees(&sample[..end]);
+        }
+        let mut text = sample.to_vec();
+        for at in 0..text.len() {
+            let was = text[at];
+            for byte in 0..=u8::MAX {
+                text[at] = byte;
+                let inner = members_and_inner(&text, "usage", |_| {}).is_some();
+                assert_eq!(accepts(&text), serde_accepts(&text), "{at} {byte}");
+                assert_eq!(inner, serde_accepts(&text), "usage: {at} {byte}");
+            }
+            text[at] = was;
+        }
+    }
+}
+
+#[test]
+fn eight_bytes_are_flagged_exactly_where_they_stop_a_plain_run() {
+    for fill in [b'a', b'"', 0x00, 0x7f, 0x80, 0xff, b'\\', b' '] {
+        for at in 0..8 {
+            for byte in 0..=u8::MAX {
+                let mut eight = [fill; 8];
+                eight[at] = byte;
+                let flags = stops_in(eight);
+                for (i, &b) in eight.iter().enumerate() {
+                    let flagged = flags >> (i * 8 + 7) & 1 == 1;
+                    assert_eq!(flagged, STOPS[usize::from(b)], "{eight:?} at {i}");
+                }
+                assert_eq!(flags & !0x8080_8080_8080_8080, 0);
+            }
+        }
+    }
+}
