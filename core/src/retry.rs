@@ -332,8 +332,14 @@ impl Call {
     /// The same call with an estimated token cost for token rate limits.
     #[must_use]
     pub fn with_tokens(mut self, tokens: u64) -> Call {
-        self.tokens = tokens;
+        self.set_tokens(tokens);
         self
+    }
+
+    /// [`Call::with_tokens`] in place, before the first attempt (a call is large:
+    /// this one is not moved).
+    pub fn set_tokens(&mut self, tokens: u64) {
+        self.tokens = tokens;
     }
 
     /// The same call restricted to one endpoint: every attempt goes there, and only
@@ -349,8 +355,13 @@ impl Call {
     /// the pool's order), even to an endpoint on standby, and never elsewhere.
     #[must_use]
     pub fn restricted_to_set(mut self, endpoints: EndpointSet) -> Call {
-        self.only = Some(endpoints);
+        self.restrict_to_set(endpoints);
         self
+    }
+
+    /// [`Call::restricted_to_set`] in place, before the first attempt.
+    pub fn restrict_to_set(&mut self, endpoints: EndpointSet) {
+        self.only = Some(endpoints);
     }
 
     /// The idempotency key every attempt carries.

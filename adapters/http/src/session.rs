@@ -167,6 +167,7 @@ impl<'c, E> Session<'c, E> {
             extra: HeaderMap::new(),
             only: None,
             shape: None,
+            refused: None,
         };
         Session::start(shared, now, request.into(), stream, opening)
     }
@@ -191,15 +192,13 @@ impl<'c, E> Session<'c, E> {
             extra: options.headers.clone(),
             only: options.endpoints,
             shape: options.shape,
+            refused: invalid.map(RequestError::Options),
         };
-        let mut s = Session::start(shared, now, request.into(), stream, opening);
-        if let Some(e) = invalid {
-            s.refused = Some(RequestError::Options(e));
-        }
-        s
+        Session::start(shared, now, request.into(), stream, opening)
     }
 
-    // Inlined into its two callers: the session is 2 KB, and a call returns it.
+    // Inlined into its two callers: the session is 2 KB, and a call returns it. It is
+    // made whole in one place, the value returned, so that it is not copied again.
     #[inline(always)]
     fn start(
         shared: &'c Shared,
@@ -214,6 +213,7 @@ impl<'c, E> Session<'c, E> {
             extra,
             only,
             shape,
+            refused,
         } = opening;
         let shape = shape.or(shared.canonical.then_some(Provider::OpenAi));
         let first = Start {
@@ -223,18 +223,29 @@ impl<'c, E> Session<'c, E> {
             retry: retry.as_ref(),
             only,
         };
-        let mut s = Session {
+        let mut call = first.call(shared, now);
+        let mut tally = CallTally::new(stream);
+        let mut trace = CallTrace::start(shared, request, stream, now);
+        drain_events(&mut call, shared, &mut tally, &mut trace);
+        let (translated, untranslatable) = match shape.filter(|&p| shared.translates(only, p)) {
+            Some(shape) => match translate(shape, request) {
+                Ok(body) => (Some(body), None),
+                Err(e) => (None, Some(RequestError::Untranslatable(e))),
+            },
+            None => (None, None),
+        };
+        Session {
             shared,
-            call: first.call(shared, now),
+            call,
             request,
             stream,
             business_id,
             retry,
             extra,
-            refused: None,
+            refused: refused.or(untranslatable),
             shape,
-            translated: None,
-            tally: CallTally::new(stream),
+            translated,
+            tally,
             bodies: Vec::new(),
             in_flight: None,
             flights: Vec::new(),
@@ -251,20 +262,8 @@ impl<'c, E> Session<'c, E> {
             success: None,
             finish: None,
             chain: Chain::new(),
-            trace: CallTrace::start(shared, request, stream, now),
-        };
-        if let Some(shape) = shape.filter(|&p| shared.translates(only, p)) {
-            let other = match shape {
-                Provider::OpenAi => chat::to_anthropic(request.value()),
-                Provider::Anthropic => chat::from_anthropic_request(request.value()),
-            };
-            match other {
-                Ok(body) => s.translated = Some(body),
-                Err(e) => s.refused = Some(RequestError::Untranslatable(e)),
-            }
+            trace,
         }
-        s.drain_call_events();
-        s
     }
 
     /// Whether the exchange with `endpoint` is translated: the call is in the other
@@ -455,10 +454,12 @@ impl<'c, E> Session<'c, E> {
     }
 
     fn drain_call_events(&mut self) {
-        while let Some(ev) = self.call.poll_event() {
-            self.shared.metrics.on_call_event(&ev, &mut self.tally);
-            self.trace.on_call_event(&ev);
-        }
+        drain_events(
+            &mut self.call,
+            self.shared,
+            &mut self.tally,
+            &mut self.trace,
+        );
     }
 
     fn outgoing(&mut self, attempt: Attempt) -> Outgoing<'c> {
@@ -786,6 +787,8 @@ struct Opening<'a> {
     extra: HeaderMap,
     only: Option<EndpointSet>,
     shape: Option<Provider>,
+    /// Why the call is refused before any attempt (its options break the rules).
+    refused: Option<RequestError>,
 }
 
 impl Start<'_> {
@@ -804,12 +807,28 @@ impl Start<'_> {
             None => e.start_call(now, id),
         });
         if let Some(only) = self.only {
-            call = call.restricted_to_set(only);
+            call.restrict_to_set(only);
         }
         if shared.estimate_tokens {
-            call = call.with_tokens(self.request.estimate_tokens(self.stream));
+            call.set_tokens(self.request.estimate_tokens(self.stream));
         }
         call
+    }
+}
+
+/// Counts `call`'s events and adds them to its trace.
+fn drain_events(call: &mut Call, shared: &Shared, tally: &mut CallTally, trace: &mut CallTrace) {
+    while let Some(ev) = call.poll_event() {
+        shared.metrics.on_call_event(&ev, tally);
+        trace.on_call_event(&ev);
+    }
+}
+
+/// `request`, in `shape`, as the other API takes it.
+fn translate(shape: Provider, request: RequestRef<'_>) -> Result<Value, chat::TranslateError> {
+    match shape {
+        Provider::OpenAi => chat::to_anthropic(request.value()),
+        Provider::Anthropic => chat::from_anthropic_request(request.value()),
     }
 }
 

@@ -225,11 +225,11 @@ impl Shared {
     /// `tracing` events after it is released.
     pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
         let mut batch = [None; EVENT_BATCH];
-        let (r, mut more) = {
-            let mut engine = self.lock();
-            let r = f(&mut engine);
-            (r, take_events(&mut engine, &mut batch))
-        };
+        let mut engine = self.lock();
+        // `r` is not moved until it is returned: it may be a whole call.
+        let r = f(&mut engine);
+        let mut more = take_events(&mut engine, &mut batch);
+        drop(engine);
         loop {
             for ev in batch.iter().map_while(Option::as_ref) {
                 self.metrics.on_engine_event(ev);
