@@ -236,7 +236,7 @@ fn success(gw: &Gateway, reply: &Reply, raw: Option<Bytes>) -> (Answer, bool) {
         Some(body) => Answer {
             status: StatusCode::OK,
             content_type: "application/json",
-            headers: Vec::new(),
+            headers: Vec::with_capacity(2),
             body,
         },
         None => Answer::json(StatusCode::OK, &reply.body),

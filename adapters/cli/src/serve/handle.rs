@@ -8,8 +8,8 @@ use std::sync::Arc;
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
-use steadfast_http::Provider;
 use steadfast_http::chat::ApiErrorKind;
+use steadfast_http::{ANTHROPIC_VERSION, Provider};
 
 use super::reply::{Answer, Body};
 use super::{Gateway, admin, chat};
@@ -43,7 +43,7 @@ fn known_path(path: &str) -> &'static str {
 
 /// The API a path belongs to, for the shape of its errors.
 fn shape_of(path: &str, req: &Request<Incoming>) -> Provider {
-    if path == "/v1/messages" || req.headers().contains_key("anthropic-version") {
+    if path == "/v1/messages" || req.headers().contains_key(ANTHROPIC_VERSION) {
         Provider::Anthropic
     } else {
         Provider::OpenAi
