@@ -128,3 +128,24 @@ fn models(gw: &Gateway, shape: Provider) -> Answer {
     };
     Answer::json(StatusCode::OK, &body)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+
+    use super::*;
+
+    /// The size of the future `f` returns, without calling it.
+    fn future_size<A, B, F: Future>(_f: impl Fn(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// hyper moves a request's future into its connection's slot for every request:
+    /// futures awaited as temporaries (kept twice in their caller's state) once made it
+    /// 50 KB. The rare large ones are boxed and the rest pinned where they are made.
+    #[test]
+    fn a_request_s_future_stays_small() {
+        let size = future_size(handle);
+        assert!(size <= 8 * 1024, "a request's future is {size} bytes");
+    }
+}

@@ -11,13 +11,15 @@
 //! exchange, as hyper closes a connection whose request was cancelled. A connection the
 //! server closed while it was idle is passed over, and a request it turned away before
 //! writing a byte goes out on the next connection, so a stale connection never costs a
-//! retry.
+//! retry. An idle connection older than the pool keeps them is closed when a request
+//! or a give-back comes across it, or by [`Pool::reaper`] when none comes: a burst's
+//! connections do not stay open after it.
 
 use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
-use std::future::poll_fn;
-use std::sync::{Mutex, MutexGuard};
+use std::future::{Future, poll_fn};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -29,7 +31,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 use tower_service::Service;
 
 type Sender = SendRequest<Full<Bytes>>;
@@ -110,6 +112,14 @@ impl Target {
 
     /// The most recently given back connection that is still open and not idle longer
     /// than `idle_for` (older ones are dropped on the way).
+    /// Closes the idle connections older than `idle_for` at `now`, or closed by the
+    /// server.
+    fn close_stale(&self, now: Instant, idle_for: Duration) {
+        self.idle().retain(|conn| {
+            !conn.sender.is_closed() && now.saturating_duration_since(conn.since) <= idle_for
+        });
+    }
+
     fn take(&self, idle_for: Duration) -> Option<Sender> {
         let now = Instant::now();
         let mut idle = self.idle();
@@ -126,7 +136,7 @@ impl Target {
 pub struct Pool {
     connector: HttpsConnector<HttpConnector>,
     /// Each endpoint's target, in engine order (`None`: not an absolute HTTP URL).
-    targets: Vec<Option<Target>>,
+    targets: Arc<[Option<Target>]>,
     /// How long a connection may stay idle and still be lent.
     idle_for: Duration,
     /// How many idle connections an endpoint keeps.
@@ -194,6 +204,28 @@ impl Pool {
                 .collect(),
             idle_for,
             max_idle,
+        }
+    }
+
+    /// A task for the runtime: every `every`, it closes the idle connections older than
+    /// the pool keeps them (or closed by the server) on every endpoint. It ends once
+    /// the pool is dropped.
+    pub fn reaper(&self, every: Duration) -> impl Future<Output = ()> + Send + 'static {
+        let targets = Arc::downgrade(&self.targets);
+        let idle_for = self.idle_for;
+        async move {
+            let mut ticks = tokio::time::interval_at(Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(targets) = targets.upgrade() else {
+                    return;
+                };
+                let now = Instant::now();
+                for target in targets.iter().flatten() {
+                    target.close_stale(now, idle_for);
+                }
+            }
         }
     }
 
@@ -285,6 +317,7 @@ mod tests {
     #[derive(Default)]
     struct Seen {
         accepted: AtomicUsize,
+        closed: AtomicUsize,
         heads: AsyncMutex<Vec<String>>,
         close: Notify,
     }
@@ -299,7 +332,11 @@ mod tests {
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 s.accepted.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(connection(tcp, Arc::clone(&s)));
+                let s = Arc::clone(&s);
+                tokio::spawn(async move {
+                    connection(tcp, &s).await;
+                    s.closed.fetch_add(1, Ordering::SeqCst);
+                });
             }
         });
         let url = format!("http://{addr}/v1/chat/completions")
@@ -308,7 +345,8 @@ mod tests {
         (url, seen)
     }
 
-    async fn connection(mut tcp: TcpStream, seen: Arc<Seen>) {
+    /// Serves one connection until the client or `seen.close` ends it.
+    async fn connection(mut tcp: TcpStream, seen: &Seen) {
         let mut buf = Vec::new();
         loop {
             let mut chunk = [0u8; 1024];
@@ -422,6 +460,50 @@ mod tests {
         until_idle_closed(&pool).await;
         assert_eq!(exchange(&pool).await, "ok");
         assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    /// Waits (in paused time, while the runtime runs the connections) until the
+    /// server has seen `n` connections end.
+    async fn until_closed(seen: &Seen, n: usize) {
+        for _ in 0..5000 {
+            if seen.closed.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!(
+            "the server saw {} connections end, not {n}",
+            seen.closed.load(Ordering::SeqCst)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reaper_closes_a_connection_idle_too_long_and_keeps_one_that_is_not() {
+        let (url, seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        tokio::spawn(pool.reaper(Duration::from_secs(30)));
+        exchange(&pool).await;
+        // Ticks at 30, 60 and 90 s see it idle for the allowance at most: kept.
+        tokio::time::advance(Duration::from_secs(90)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(pool.targets[0].as_ref().unwrap().idle().len(), 1);
+        assert_eq!(seen.closed.load(Ordering::SeqCst), 0);
+        // The tick at 120 s finds it idle for longer, with no request to notice.
+        tokio::time::advance(Duration::from_secs(30)).await;
+        until_closed(&seen, 1).await;
+        assert!(pool.targets[0].as_ref().unwrap().idle().is_empty());
+        assert_eq!(exchange(&pool).await, "ok");
+        assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reaper_ends_with_its_pool() {
+        let (url, _seen) = server().await;
+        let pool = pool(url, Duration::from_secs(90));
+        let reaper = tokio::spawn(pool.reaper(Duration::from_secs(30)));
+        drop(pool);
+        tokio::time::advance(Duration::from_secs(30)).await;
+        reaper.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -91,6 +91,7 @@ pub async fn start(
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(addr, e))?;
+    tokio::spawn(gateway.upstream.reaper());
     let gateway = Arc::new(gateway);
     let (stop, stopped) = watch::channel(false);
     let task = tokio::spawn(serve(listener, Arc::clone(&gateway), ender, stopped));

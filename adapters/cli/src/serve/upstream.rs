@@ -91,6 +91,9 @@ pub struct Upstream {
 /// How long an idle connection is kept for reuse (as long as reqwest keeps one).
 const IDLE_FOR: Duration = Duration::from_secs(90);
 
+/// How often idle connections past [`IDLE_FOR`] are looked for and closed.
+const REAP_EVERY: Duration = Duration::from_secs(30);
+
 /// How many idle connections each endpoint keeps: enough for every connection a busy
 /// gateway has open to it, few enough to bound the descriptors a burst leaves behind.
 const MAX_IDLE: usize = 1024;
@@ -141,6 +144,12 @@ impl Upstream {
             epoch: client.epoch(),
             proxied,
         })
+    }
+
+    /// A task for the runtime that closes idle connections kept past their time
+    /// (see [`Pool::reaper`]); it ends with this transport.
+    pub fn reaper(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.pool.reaper(REAP_EVERY)
     }
 
     /// Whether calls on `shared` can go through this transport: not when they hedge
