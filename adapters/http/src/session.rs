@@ -120,7 +120,8 @@ pub struct Session<'c, E> {
     bodies: Vec<Option<Bytes>>,
     /// The attempt the next report is about.
     in_flight: Option<Attempt>,
-    /// Every attempt in flight (two while a hedge races its attempt).
+    /// Every attempt in flight (two while a hedge races its attempt) when the session
+    /// hedges; an unhedged one has only `in_flight` (and allocates nothing for this).
     flights: Vec<Attempt>,
     /// Attempts the core cancelled, for the driver to drop (see [`Session::poll_cancel`]).
     cancelled: Vec<AttemptId>,
@@ -310,6 +311,9 @@ impl<'c, E> Session<'c, E> {
     /// Directs the next report to attempt `id`; false when it is no longer in flight
     /// (it was cancelled or timed out): its result is then to be dropped.
     pub fn select_attempt(&mut self, id: AttemptId) -> bool {
+        if !self.hedge {
+            return self.in_flight.is_some_and(|a| a.id == id);
+        }
         self.in_flight = self.flights.iter().copied().find(|a| a.id == id);
         self.in_flight.is_some()
     }
@@ -467,7 +471,9 @@ impl<'c, E> Session<'c, E> {
         let e = usize::from(attempt.target.endpoint.0);
         let k = usize::from(attempt.target.key.0);
         self.in_flight = Some(attempt);
-        self.flights.push(attempt);
+        if self.hedge {
+            self.flights.push(attempt);
+        }
         self.trace.on_attempt(shared, &attempt);
         self.last.target = Some(attempt.target);
         let (url, mut headers, model) = match shared.endpoints.get(e) {

@@ -58,7 +58,7 @@ pub async fn serve(
         Err(refusal) => return refusal,
     };
     let Some(key) = chat.options.idempotency_key.clone() else {
-        return pin!(run(&gw, chat, None)).await;
+        return pin!(run(&gw, &chat, None)).await;
     };
     let flight = FlightKey {
         caller: match caller {
@@ -83,7 +83,7 @@ pub async fn serve(
                         }
                     }
                 }
-                return pin!(run(&gw, chat, Some(lead))).await;
+                return pin!(run(&gw, &chat, Some(lead))).await;
             }
             Join::Replay(done) => {
                 gw.metrics.on_replayed();
@@ -174,7 +174,8 @@ fn seconds(text: String) -> Option<Duration> {
 }
 
 /// Runs the call; `lead` receives its answer for the requests waiting on its key.
-async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
+// `chat` by reference: the caller keeps it, and this future does not hold a copy.
+async fn run(gw: &Arc<Gateway>, chat: &Chat, lead: Option<Lead>) -> Response<Body> {
     // The stream's and the reqwest client's calls are boxed: their futures are large
     // and, inline, every whole call's future would carry their size.
     if chat.stream {

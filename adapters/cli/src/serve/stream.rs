@@ -26,7 +26,7 @@ use super::reply::{Answer, Body, GaveUp};
 
 /// Starts the stream of `chat`; `lead` receives every byte sent, for the requests
 /// waiting on its idempotency key.
-pub async fn run(gw: &Arc<Gateway>, chat: Chat, lead: Option<Lead>) -> Response<Body> {
+pub async fn run(gw: &Arc<Gateway>, chat: &Chat, lead: Option<Lead>) -> Response<Body> {
     let opening = gw
         .client
         .stream_with_options(chat.request.value(), &chat.options);
