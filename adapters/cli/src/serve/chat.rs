@@ -45,7 +45,7 @@ pub struct Chat {
 
 /// Serves one chat request of `shape` on `path`.
 pub async fn serve(
-    gw: Arc<Gateway>,
+    gw: &Arc<Gateway>,
     shape: Provider,
     path: &'static str,
     caller: Caller,
@@ -53,12 +53,12 @@ pub async fn serve(
     body: Incoming,
 ) -> Response<Body> {
     let arrived = Instant::now();
-    let chat = match read(&gw, shape, &headers, body, arrived).await {
+    let chat = match read(gw, shape, &headers, body, arrived).await {
         Ok(chat) => chat,
         Err(refusal) => return refusal,
     };
     let Some(key) = chat.options.idempotency_key.clone() else {
-        return pin!(run(&gw, &chat, None)).await;
+        return pin!(run(gw, &chat, None)).await;
     };
     let flight = FlightKey {
         caller: match caller {
@@ -83,7 +83,7 @@ pub async fn serve(
                         }
                     }
                 }
-                return pin!(run(&gw, &chat, Some(lead))).await;
+                return pin!(run(gw, &chat, Some(lead))).await;
             }
             Join::Replay(done) => {
                 gw.metrics.on_replayed();
