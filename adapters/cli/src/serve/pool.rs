@@ -110,25 +110,30 @@ impl Target {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The most recently given back connection that is still open and not idle longer
-    /// than `idle_for` (older ones are dropped on the way).
-    /// Closes the idle connections older than `idle_for` at `now`, or closed by the
-    /// server.
+    /// Closes the idle connections that are no longer [usable](Idle::usable) at `now`.
     fn close_stale(&self, now: Instant, idle_for: Duration) {
-        self.idle().retain(|conn| {
-            !conn.sender.is_closed() && now.saturating_duration_since(conn.since) <= idle_for
-        });
+        self.idle().retain(|conn| conn.usable(now, idle_for));
     }
 
+    /// The most recently given back connection that is still usable (older ones are
+    /// dropped on the way).
     fn take(&self, idle_for: Duration) -> Option<Sender> {
         let now = Instant::now();
         let mut idle = self.idle();
         while let Some(conn) = idle.pop_back() {
-            if !conn.sender.is_closed() && now.saturating_duration_since(conn.since) <= idle_for {
+            if conn.usable(now, idle_for) {
                 return Some(conn.sender);
             }
         }
         None
+    }
+}
+
+impl Idle {
+    /// Whether the connection may still be lent at `now`: open, and idle no longer
+    /// than `idle_for`.
+    fn usable(&self, now: Instant, idle_for: Duration) -> bool {
+        !self.sender.is_closed() && now.saturating_duration_since(self.since) <= idle_for
     }
 }
 
@@ -404,16 +409,23 @@ mod tests {
         body
     }
 
-    /// Waits until every idle connection of endpoint 0 has seen its server close it.
-    async fn until_idle_closed(pool: &Pool) {
-        let target = pool.targets[0].as_ref().unwrap();
+    /// Waits (sleeping a millisecond at a time, 5000 at most) until `done`; panics
+    /// naming `what` when it never is.
+    async fn wait_until(what: &str, done: impl Fn() -> bool) {
         for _ in 0..5000 {
-            if target.idle().iter().all(|c| c.sender.is_closed()) {
+            if done() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        panic!("the server's close never reached the idle connection");
+        panic!("never happened: {what}");
+    }
+
+    /// Waits until every idle connection of endpoint 0 has seen its server close it.
+    async fn until_idle_closed(pool: &Pool) {
+        let target = pool.targets[0].as_ref().unwrap();
+        let closed = || target.idle().iter().all(|c| c.sender.is_closed());
+        wait_until("the server's close reached the idle connection", closed).await;
     }
 
     #[tokio::test]
@@ -465,16 +477,8 @@ mod tests {
     /// Waits (in paused time, while the runtime runs the connections) until the
     /// server has seen `n` connections end.
     async fn until_closed(seen: &Seen, n: usize) {
-        for _ in 0..5000 {
-            if seen.closed.load(Ordering::SeqCst) >= n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        panic!(
-            "the server saw {} connections end, not {n}",
-            seen.closed.load(Ordering::SeqCst)
-        );
+        let closed = || seen.closed.load(Ordering::SeqCst) >= n;
+        wait_until(&format!("the server saw {n} connections end"), closed).await;
     }
 
     #[tokio::test(start_paused = true)]
