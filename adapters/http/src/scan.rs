@@ -30,7 +30,12 @@ impl RawStr<'_> {
 
     /// The string, its escapes decoded.
     pub(crate) fn decoded(&self) -> String {
-        let text = String::from_utf8_lossy(self.text);
+        // Checked first: the check alone is cheaper than the lossy conversion's, and
+        // the scan has already let only well-formed text through.
+        let text = match std::str::from_utf8(self.text) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(self.text),
+        };
         if !self.escaped {
             return text.into_owned();
         }

@@ -101,7 +101,9 @@ struct Last<E> {
 /// error type, kept as the source of the error when the call gives up.
 pub struct Session<'c, E> {
     shared: &'c Shared,
-    call: Call,
+    /// Boxed: a call is over 1 KB, and it is made under the engine's lock and kept
+    /// here without being copied again.
+    call: Box<Call>,
     request: RequestRef<'c>,
     stream: bool,
     business_id: Option<&'c [u8]>,
@@ -799,7 +801,7 @@ struct Opening<'a> {
 
 impl Start<'_> {
     /// The call, started at `now` on the shared engine.
-    fn call(&self, shared: &Shared, now: Timestamp) -> Call {
+    fn call(&self, shared: &Shared, now: Timestamp) -> Box<Call> {
         let id = self.business_id;
         let rules = self.retry.unwrap_or(&shared.policy.retry);
         // The first-event timeout is a stream's: a whole answer has the attempt timeout.
@@ -808,9 +810,11 @@ impl Start<'_> {
             r.first_event_timeout = None;
             r
         });
-        let mut call = shared.with_engine(|e| match whole.as_ref().or(self.retry) {
-            Some(retry) => e.start_call_with(now, retry, id),
-            None => e.start_call(now, id),
+        let mut call = shared.with_engine(|e| {
+            Box::new(match whole.as_ref().or(self.retry) {
+                Some(retry) => e.start_call_with(now, retry, id),
+                None => e.start_call(now, id),
+            })
         });
         if let Some(only) = self.only {
             call.restrict_to_set(only);

@@ -30,7 +30,7 @@ use steadfast_core::outcome::Transport;
 use steadfast_core::time::Timestamp;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
-use steadfast_http::{CallOptions, Now, Outgoing, RawRequest, Reply, Session, Shared, Step};
+use steadfast_http::{CallOptions, Outgoing, RawRequest, Reply, Session, Shared, Step};
 use tokio::time::{Instant, Sleep};
 
 use super::pool::{Lent, Pool, SendError};
@@ -159,12 +159,8 @@ impl Upstream {
         !self.proxied && !shared.policy().hedge.is_on() && !shared.shares_limits()
     }
 
-    fn timestamp(&self) -> Timestamp {
-        self.epoch.timestamp(Instant::now().into_std())
-    }
-
-    fn now(&self) -> Now {
-        self.epoch.now(Instant::now().into_std())
+    fn timestamp(&self, at: Instant) -> Timestamp {
+        self.epoch.timestamp(at.into_std())
     }
 
     /// One whole call of `request` on `shared` (see [`Upstream::handles`]), with its
@@ -180,10 +176,11 @@ impl Upstream {
         request: &RawRequest,
         options: &CallOptions,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
-        // Boxed: the session is 2 KB, and the call's future moves before it runs.
+        let start = Instant::now();
+        // Boxed: the session is near 1 KB, and the call's future moves before it runs.
         let mut s: Box<S<'_>> = Box::new(Session::with_options(
             shared,
-            self.timestamp(),
+            self.timestamp(start),
             request,
             false,
             options,
@@ -192,31 +189,39 @@ impl Upstream {
         let span = s.call_span();
         // Pinned where it is made, here and below: a future awaited as a temporary is
         // kept twice in its caller's state.
-        let drive = pin!(self.drive(&mut s, options));
+        let drive = pin!(self.drive(&mut s, options, start));
         span.instrument(drive).await
     }
 
-    /// Runs the session `s` to its end: sends its attempts, sleeps its waits.
+    /// Runs the session `s` to its end: sends its attempts, sleeps its waits. `at`:
+    /// the instant the session was last told of (the clock is read when something
+    /// happened, not again for each step that follows at once).
     async fn drive(
         &self,
         s: &mut S<'_>,
         options: &CallOptions,
+        mut at: Instant,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
         let mut last = None;
         loop {
-            match s.poll(self.timestamp()) {
+            match s.poll(self.timestamp(at)) {
                 Step::Send(out) => {
                     let span = s.attempt_span();
-                    let exchange = pin!(self.exchange(s, out));
-                    last = span.instrument(exchange).await;
+                    let exchange = pin!(self.exchange(s, out, at));
+                    (last, at) = span.instrument(exchange).await;
                 }
                 Step::Sleep(until) => {
                     let until = Instant::from_std(self.epoch.instant(until));
                     tokio::time::sleep_until(until).await;
+                    at = Instant::now();
                 }
                 // No store here (see `handles`): the endpoint runs on its fallback.
                 Step::Lease(ask) => {
-                    s.on_lease(self.timestamp(), &ask, steadfast_http::LeaseAnswer::Failed);
+                    s.on_lease(
+                        self.timestamp(at),
+                        &ask,
+                        steadfast_http::LeaseAnswer::Failed,
+                    );
                 }
                 Step::Done => {
                     let reply = s.take_reply()?;
@@ -232,47 +237,57 @@ impl Upstream {
         }
     }
 
-    /// Sends `out` and reads its answer whole, all within the attempt's timeout, and
-    /// reports what came of it; returns the body of a 2xx answer.
-    async fn exchange(&self, s: &mut S<'_>, out: Outgoing<'_>) -> Option<Bytes> {
-        // One timer for the whole exchange, set once: the send and every frame race it.
-        let deadline = tokio::time::sleep_until(Instant::now() + out.attempt.timeout);
-        tokio::pin!(deadline);
+    /// Sends `out` (handed over at `sent`) and reads its answer whole, all within the
+    /// attempt's timeout, and reports what came of it; returns the body of a 2xx
+    /// answer, and the instant of the report.
+    async fn exchange(
+        &self,
+        s: &mut S<'_>,
+        out: Outgoing<'_>,
+        sent: Instant,
+    ) -> (Option<Bytes>, Instant) {
         let max = s.max_body();
-        let (resp, lent) = match within(&mut deadline, pin!(self.send(out))).await {
-            Ok(Ok(sent)) => sent,
-            Ok(Err(e)) if head_too_large(&e) => {
-                s.on_head_too_large(self.now(), Some(e));
-                return None;
-            }
-            Ok(Err(e)) => {
-                s.on_transport(self.now(), transport(&e, false), Some(e));
-                return None;
-            }
-            Err(_) => {
-                let e = UpstreamError::Timeout;
-                s.on_transport(self.now(), transport(&e, false), Some(e));
-                return None;
-            }
+        // One timer for the whole exchange, set once: the send and every frame race it.
+        let mut deadline = pin!(tokio::time::sleep_until(sent + out.attempt.timeout));
+        // A block, not an async fn of its own: one more layer would hold `out` twice.
+        let fetched = 'fetch: {
+            let (resp, lent) = match within(&mut deadline, pin!(self.send(out))).await {
+                Ok(Ok(sent)) => sent,
+                Ok(Err(e)) => break 'fetch Fetched::Unsent(e),
+                Err(_) => break 'fetch Fetched::Unsent(UpstreamError::Timeout),
+            };
+            let (head, body) = resp.into_parts();
+            let status = head.status.as_u16();
+            let e = match within(&mut deadline, pin!(read_whole(body, max))).await {
+                Ok(Ok(whole)) => {
+                    lent.give_back();
+                    break 'fetch Fetched::Whole(status, head.headers, whole);
+                }
+                Ok(Err(Unread::TooLarge)) => break 'fetch Fetched::TooLarge(status, head.headers),
+                Ok(Err(Unread::Broken(e))) => UpstreamError::Body(e),
+                Err(_) => UpstreamError::Timeout,
+            };
+            Fetched::Broken(status, head.headers, e)
         };
-        let (head, body) = resp.into_parts();
-        let status = head.status.as_u16();
-        let headers = head.headers;
-        let e = match within(&mut deadline, pin!(read_whole(body, max))).await {
-            Ok(Ok(whole)) => {
-                lent.give_back();
-                s.on_response(self.now(), status, &headers, &whole);
+        let at = Instant::now();
+        (self.report(s, at, fetched), at)
+    }
+
+    /// Tells the session at `at` what came of its exchange; the body of a 2xx answer.
+    fn report(&self, s: &mut S<'_>, at: Instant, fetched: Fetched) -> Option<Bytes> {
+        let now = self.epoch.now(at.into_std());
+        match fetched {
+            Fetched::Unsent(e) if head_too_large(&e) => s.on_head_too_large(now, Some(e)),
+            Fetched::Unsent(e) => s.on_transport(now, transport(&e, false), Some(e)),
+            Fetched::Whole(status, headers, whole) => {
+                s.on_response(now, status, &headers, &whole);
                 return is_payload(status).then_some(whole);
             }
-            Ok(Err(Unread::TooLarge)) => {
-                s.on_body_too_large(self.now(), status, &headers);
-                return None;
+            Fetched::TooLarge(status, headers) => s.on_body_too_large(now, status, &headers),
+            Fetched::Broken(status, headers, e) => {
+                s.on_body_error(now, status, &headers, transport(&e, true), e);
             }
-            Ok(Err(Unread::Broken(e))) => UpstreamError::Body(e),
-            Err(_) => UpstreamError::Timeout,
-        };
-        let t = transport(&e, true);
-        s.on_body_error(self.now(), status, &headers, t, e);
+        }
         None
     }
 
@@ -295,6 +310,18 @@ impl Upstream {
 
 /// What sending a request came to: its answer and connection, or why not.
 type Sent<'p> = Result<(hyper::Response<Incoming>, Lent<'p>), UpstreamError>;
+
+/// What came of one exchange, before the session is told.
+enum Fetched {
+    /// The request was not sent, or no answer's head came.
+    Unsent(UpstreamError),
+    /// A whole answer: its status, headers and body.
+    Whole(u16, http::HeaderMap, Bytes),
+    /// An answer whose body was larger than the session reads.
+    TooLarge(u16, http::HeaderMap),
+    /// An answer whose body broke off (or did not end in time).
+    Broken(u16, http::HeaderMap, UpstreamError),
+}
 
 /// `work`'s output, unless `deadline` passes first (`Err`). `work` is taken pinned
 /// where it is (`pin!`), not moved into this future.
