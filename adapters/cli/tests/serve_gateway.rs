@@ -909,3 +909,74 @@ async fn a_request_body_over_the_limit_is_refused_and_one_at_it_is_served() {
     );
     gw.shutdown().await;
 }
+
+/// Reads `tcp` until the gateway closes it; the bytes read and the (virtual) time it
+/// took.
+async fn read_until_closed(tcp: &mut tokio::net::TcpStream) -> (Vec<u8>, Duration) {
+    use tokio::io::AsyncReadExt;
+    let started = tokio::time::Instant::now();
+    let mut got = Vec::new();
+    let _ = tcp.read_to_end(&mut got).await;
+    (got, started.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn connections_that_wait_too_long_for_a_request_are_closed_and_busy_ones_are_not() {
+    use tokio::io::AsyncWriteExt;
+    // The upstream takes each request and never answers: a call runs its whole
+    // attempt timeout (45 s), longer than the 30 s a connection may wait for a request.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let taken = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let gw = gateway_at(
+        &url,
+        "[retry]\nmax_attempts = 1\nattempt_timeout = \"45s\"\n",
+    )
+    .await;
+    let connect = || tokio::net::TcpStream::connect(gw.addr());
+    let (mut quiet, mut half, mut busy) = (
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+    );
+    half.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let body = openai_body("gpt-4o-mini", false).to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    busy.write_all(request.as_bytes()).await.unwrap();
+    let (quiet, half, busy) = tokio::join!(
+        read_until_closed(&mut quiet),
+        read_until_closed(&mut half),
+        read_until_closed(&mut busy),
+    );
+    for (what, (got, took)) in [("no request", quiet), ("half a head", half)] {
+        assert!(got.is_empty(), "{what}: {}", String::from_utf8_lossy(&got));
+        // Closed after 30 to 31 s (one tick of the watch), never before.
+        assert!(
+            took >= Duration::from_secs(30),
+            "{what}: closed after {took:?}"
+        );
+        assert!(
+            took <= Duration::from_secs(31),
+            "{what}: closed after {took:?}"
+        );
+    }
+    // The busy connection got its answer (the give-up at 45 s), then waited 30 s more.
+    let (got, took) = busy;
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(took >= Duration::from_secs(75), "closed after {took:?}");
+    assert!(took <= Duration::from_secs(76), "closed after {took:?}");
+    gw.shutdown().await;
+    taken.abort();
+}

@@ -10,6 +10,8 @@ use std::task::{Context, Poll};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
+use super::idle::Idle;
+
 /// Whether the grace period is over, and the connections to wake when it ends.
 #[derive(Debug, Default)]
 pub struct Ending {
@@ -45,27 +47,35 @@ impl Ending {
         })
     }
 
-    /// Runs a connection, woken when the grace period ends so that its calls see it.
-    pub async fn serve<F: Future>(&self, connection: F) -> F::Output {
+    /// Runs a connection until it ends (`Some`), woken when the grace period ends so
+    /// that its calls see it; or until the idle watch closes it (`None`: dropped,
+    /// which closes its socket). One layer for both: each layer costs every poll.
+    pub async fn serve<F: Future>(&self, connection: F, idle: &Idle) -> Option<F::Output> {
         let mut connection = pin!(connection);
         let mut woken = pin!(self.woken.notified());
+        let mut idled = pin!(idle.notified());
         let mut armed = false;
         poll_fn(|cx| {
             if !armed {
                 armed = true;
                 arm(woken.as_mut(), cx);
+                arm(idled.as_mut(), cx);
             }
-            connection.as_mut().poll(cx)
+            if idle.closes(idled.as_mut(), cx) {
+                return Poll::Ready(None);
+            }
+            connection.as_mut().poll(cx).map(Some)
         })
         .await
     }
 }
 
-/// Polls `woken` once: that registers the task's waker, which the end wakes.
+/// Polls `woken` once: that registers the task's waker, which a `notify_waiters`
+/// wakes.
 // Not inlined: inlined into the connection's poll, it made every request on the
 // connection cost about 2.5 k more instructions (callgrind), from the poll's codegen.
 #[inline(never)]
-fn arm(woken: Pin<&mut Notified<'_>>, cx: &mut Context<'_>) {
+pub(super) fn arm(woken: Pin<&mut Notified<'_>>, cx: &mut Context<'_>) {
     let _ = woken.poll(cx);
 }
 
@@ -86,13 +96,13 @@ mod tests {
         };
         let served = tokio::spawn({
             let ending = Arc::clone(&ending);
-            async move { ending.serve(connection).await }
+            async move { ending.serve(connection, &Idle::default()).await }
         });
         tokio::task::yield_now().await;
         assert!(!served.is_finished());
         assert!(!ending.is_over());
         ending.end();
-        assert_eq!(served.await.ok(), Some(None));
+        assert_eq!(served.await.ok(), Some(Some(None)));
     }
 
     #[tokio::test(start_paused = true)]
@@ -101,6 +111,6 @@ mod tests {
         assert_eq!(ending.unless(pin!(async { 7 })).await, Some(7));
         ending.end();
         assert_eq!(ending.unless(pin!(async { 7 })).await, None);
-        assert_eq!(ending.serve(async { 8 }).await, 8);
+        assert_eq!(ending.serve(async { 8 }, &Idle::default()).await, Some(8));
     }
 }

@@ -15,16 +15,18 @@ use steadfast_http::chat::ApiErrorKind;
 use steadfast_http::{ANTHROPIC_VERSION, Provider};
 
 use super::auth::Caller;
+use super::idle::{self, Busy};
 use super::reply::{Answer, Body};
 use super::{Gateway, admin, chat};
 
-/// Serves `req`. Its route is found before any await, and only a chat call's
-/// future is awaited here, pinned where it is made (hyper moves this future in for
-/// every request: one more layer, or a future awaited as a temporary, would make it
-/// larger).
+/// Serves `req`, its connection `busy` until the answer is done. Its route is found
+/// before any await, and only a chat call's future is awaited here, pinned where it
+/// is made (hyper moves this future in for every request: one more layer, or a
+/// future awaited as a temporary, would make it larger).
 pub async fn handle(
     gw: Arc<Gateway>,
     req: Request<Incoming>,
+    busy: Busy,
 ) -> Result<Response<Body>, Infallible> {
     let path = known_path(req.uri().path());
     let response = match route(&gw, path, req) {
@@ -33,7 +35,7 @@ pub async fn handle(
         Routed::Later(later) => later.await,
     };
     gw.metrics.on_response(path, response.status().as_u16());
-    Ok(response)
+    Ok(idle::keep_busy(response, busy))
 }
 
 /// Where a request went: its response at once, or what makes it.
@@ -162,7 +164,7 @@ mod tests {
     use super::*;
 
     /// The size of the future `f` returns, without calling it.
-    fn future_size<A, B, F: Future>(_f: impl Fn(A, B) -> F) -> usize {
+    fn future_size<A, B, C, F: Future>(_f: impl Fn(A, B, C) -> F) -> usize {
         std::mem::size_of::<F>()
     }
 

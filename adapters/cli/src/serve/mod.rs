@@ -14,6 +14,7 @@ pub mod config;
 pub mod ending;
 pub mod flight;
 pub mod handle;
+pub mod idle;
 pub mod ledger;
 pub mod pool;
 pub mod prom;

@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::idle::Watch;
 use super::{Ender, Gateway, handle};
 
 /// How long the answers of calls ended at the grace period's end may take to go out.
@@ -111,7 +112,11 @@ async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new()).keep_alive(true);
+    // No timer: hyper's header-read timeout (a timer a request) is left off, and the
+    // watch closes connections that wait too long for a request instead.
+    http.keep_alive(true);
+    let watch = Arc::new(Watch::default());
+    tokio::spawn(Watch::run(Arc::downgrade(&watch)));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -124,11 +129,13 @@ async fn serve(
         };
         let _ = tcp.set_nodelay(true);
         let gw = Arc::clone(&gateway);
-        let service = service_fn(move |req| handle::handle(Arc::clone(&gw), req));
+        let idle = watch.register();
+        let requests = Arc::clone(&idle);
+        let service = service_fn(move |req| handle::handle(Arc::clone(&gw), req, requests.enter()));
         let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
         let ending = Arc::clone(&gateway.ending);
         tokio::spawn(async move {
-            let _ = ending.serve(conn).await;
+            let _ = ending.serve(conn, &idle).await;
         });
     }
     drop(listener);
