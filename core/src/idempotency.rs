@@ -47,12 +47,9 @@ const fn is_hyphen(pos: usize) -> bool {
     matches!(pos, 8 | 13 | 18 | 23)
 }
 
-/// Where each of the 32 hex digits goes in the 36-character form, in order: every
-/// place but the hyphens'.
-const DIGIT_AT: [u8; 32] = [
-    0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29,
-    30, 31, 32, 33, 34, 35,
-];
+/// Where the two hex digits of each of the 16 bytes go in the 36-character form, in
+/// order: every place but the hyphens', two by two.
+const BYTE_AT: [u8; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 impl IdempotencyKey {
     /// A key derived from the caller's identifier of the business request (an order
@@ -94,19 +91,26 @@ impl IdempotencyKey {
 
     /// Writes the 36-character lowercase form into `buf` and returns it as a `&str`.
     pub fn as_str<'b>(&self, buf: &'b mut [u8; 36]) -> &'b str {
+        // Only ASCII was written, so this never falls back.
+        core::str::from_utf8(self.as_ascii(buf)).unwrap_or_default()
+    }
+
+    /// Writes the 36-character lowercase form into `buf` and returns its bytes (for a
+    /// caller that checks them again anyway, as a header value does).
+    pub fn as_ascii<'b>(&self, buf: &'b mut [u8; 36]) -> &'b [u8; 36] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         *buf = [b'-'; 36];
-        // Each digit's place, most significant first: the loop unrolls into stores.
-        let mut rest = self.0;
-        for &at in &DIGIT_AT {
-            rest = rest.rotate_left(4);
-            let nibble = (rest & 0xf) as usize;
-            if let (Some(out), Some(&hex)) = (buf.get_mut(usize::from(at)), HEX.get(nibble)) {
-                *out = hex;
+        // A byte at a time, most significant first: the loop unrolls into stores.
+        for (&at, byte) in BYTE_AT.iter().zip(self.0.to_be_bytes()) {
+            let at = usize::from(at);
+            if let Some(high) = buf.get_mut(at) {
+                *high = HEX.get(usize::from(byte >> 4)).copied().unwrap_or(b'0');
+            }
+            if let Some(low) = buf.get_mut(at.saturating_add(1)) {
+                *low = HEX.get(usize::from(byte & 0xf)).copied().unwrap_or(b'0');
             }
         }
-        // Only ASCII was written, so this never falls back.
-        core::str::from_utf8(buf).unwrap_or_default()
+        buf
     }
 
     /// Reads the 36-character form `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (hex digits in

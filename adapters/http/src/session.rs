@@ -478,19 +478,20 @@ impl<'c, E> Session<'c, E> {
         }
         self.trace.on_attempt(shared, &attempt);
         self.last.target = Some(attempt.target);
-        let (url, mut headers, model) = match shared.endpoints.get(e) {
+        let (url, mut headers, model, key_at) = match shared.endpoints.get(e) {
             Some(slot) => (
                 slot.url.as_str(),
                 slot.headers.get(k).cloned().unwrap_or_default(),
                 slot.model.as_deref(),
+                slot.key_at,
             ),
-            None => ("", HeaderMap::new(), None),
+            None => ("", HeaderMap::new(), None, usize::MAX),
         };
         let mut buf = [0u8; 36];
-        match HeaderValue::from_str(attempt.idempotency_key.as_str(&mut buf)) {
-            Ok(v) => headers.insert(IDEMPOTENCY_KEY, v),
-            Err(_) => headers.remove(IDEMPOTENCY_KEY),
-        };
+        match HeaderValue::from_bytes(attempt.idempotency_key.as_ascii(&mut buf)) {
+            Ok(v) => set_key(&mut headers, key_at, v),
+            Err(_) => drop(headers.remove(IDEMPOTENCY_KEY)),
+        }
         for (name, value) in &self.extra {
             if !headers.contains_key(name) {
                 headers.append(name, value.clone());
@@ -823,6 +824,15 @@ impl Start<'_> {
             call.set_tokens(self.request.estimate_tokens(self.stream));
         }
         call
+    }
+}
+
+/// Sets `headers`' `Idempotency-Key` to `key`: in place when the placeholder is the
+/// header at `at` (in their order), else by name.
+fn set_key(headers: &mut HeaderMap, at: usize, key: HeaderValue) {
+    match headers.iter_mut().nth(at) {
+        Some((name, value)) if name == IDEMPOTENCY_KEY => *value = key,
+        _ => drop(headers.insert(IDEMPOTENCY_KEY, key)),
     }
 }
 

@@ -83,6 +83,7 @@ fn retries_carry_the_same_key_and_the_prepared_request() {
     assert!(first.headers["authorization"].is_sensitive());
     let key = first.headers["idempotency-key"].clone();
     assert_eq!(key.to_str().unwrap(), s.idempotency_key().to_string());
+    assert_eq!(first.headers.get_all("idempotency-key").iter().count(), 1);
     let sent: serde_json::Value = serde_json::from_slice(&first.body).unwrap();
     assert_eq!(sent["model"], "m-forced");
     s.on_response(
@@ -487,5 +488,24 @@ fn the_first_event_timeout_bounds_streams_only() {
             out.attempt.deadline, by,
             "stream {stream}: a whole answer has its 10 s"
         );
+    }
+}
+
+#[test]
+fn an_attempt_s_key_replaces_the_placeholder_in_place_or_else_by_name() {
+    use http::header::{ACCEPT, CONTENT_TYPE};
+    let mut prepared = HeaderMap::new();
+    prepared.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    prepared.insert(IDEMPOTENCY_KEY, HeaderValue::from_static("placeholder"));
+    prepared.insert(ACCEPT, HeaderValue::from_static("*/*"));
+    let key = HeaderValue::from_static("the-key");
+    // 1 is the placeholder's place; the others are wrong or past the end.
+    for at in [1, 0, 2, 3, usize::MAX] {
+        let mut headers = prepared.clone();
+        set_key(&mut headers, at, key.clone());
+        let keys: Vec<_> = headers.get_all(IDEMPOTENCY_KEY).iter().collect();
+        assert_eq!(keys, [&key], "at {at}");
+        assert_eq!(headers.len(), 3, "at {at}");
+        assert_eq!(headers[ACCEPT], "*/*", "at {at}");
     }
 }

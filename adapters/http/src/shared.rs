@@ -97,6 +97,9 @@ pub(crate) struct EndpointSlot {
     /// Per key: content type, auth (marked sensitive) and version headers, and a
     /// placeholder `Idempotency-Key` that each attempt's replaces.
     pub headers: Vec<HeaderMap>,
+    /// The placeholder `Idempotency-Key`'s place in each key's headers (in their
+    /// order): each attempt's key goes there without looking its name up.
+    pub key_at: usize,
     /// Whether its breaker's "open until" is shared through the store.
     share_breaker: bool,
     def: EndpointDef,
@@ -544,12 +547,17 @@ impl EndpointSlot {
                 Ok::<_, SetupError>(h)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let key_at = headers
+            .first()
+            .and_then(|h| h.iter().position(|(name, _)| name == IDEMPOTENCY_KEY))
+            .unwrap_or(usize::MAX);
         Ok(EndpointSlot {
             name,
             provider: def.provider,
             model: def.model.clone(),
             url: def.url(),
             headers,
+            key_at,
             share_breaker: false,
             def,
         })

@@ -598,5 +598,22 @@ mod store {
 #[test]
 fn the_digits_go_everywhere_but_the_hyphens() {
     let places: alloc::vec::Vec<u8> = (0..36u8).filter(|&p| !is_hyphen(usize::from(p))).collect();
-    assert_eq!(places, DIGIT_AT);
+    let pairs: alloc::vec::Vec<u8> = BYTE_AT.iter().flat_map(|&at| [at, at + 1]).collect();
+    assert_eq!(places, pairs);
+}
+
+#[test]
+fn every_key_reads_back_from_its_text() {
+    let mut rng = crate::rng::from_seed([3; 32]);
+    let (mut buf, mut bytes) = ([0u8; 36], [0u8; 36]);
+    for _ in 0..1000 {
+        let k = IdempotencyKey::random(&mut rng);
+        let text = k.as_str(&mut buf);
+        assert_eq!(k.as_ascii(&mut bytes), text.as_bytes());
+        assert_eq!(IdempotencyKey::parse(text.as_bytes()), Some(k), "{text}");
+        assert!(
+            text.bytes()
+                .all(|b| b == b'-' || b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+    }
 }
