@@ -971,12 +971,14 @@ async fn connections_that_wait_too_long_for_a_request_are_closed_and_busy_ones_a
             "{what}: closed after {took:?}"
         );
     }
-    // The busy connection got its answer (the give-up at 45 s), then waited 30 s more.
+    // The busy connection got its answer (the give-up, within a second after 45 s:
+    // a deadline that long is kept by the once-a-second looks), then waited 30 to 31 s
+    // more.
     let (got, took) = busy;
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 504"), "{text}");
     assert!(took >= Duration::from_secs(75), "closed after {took:?}");
-    assert!(took <= Duration::from_secs(76), "closed after {took:?}");
+    assert!(took <= Duration::from_secs(77), "closed after {took:?}");
     gw.shutdown().await;
     taken.abort();
 }

@@ -22,6 +22,7 @@ use tokio::sync::futures::Notified;
 
 use super::ending::arm;
 use super::reply;
+use super::ticks;
 
 /// How often the watch looks at the connections.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -60,15 +61,11 @@ impl Watch {
 
     /// Looks once a [`TICK`] while `watch` is alive (the server holds it).
     pub async fn run(watch: Weak<Watch>) {
-        let mut ticks = tokio::time::interval(TICK);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            match watch.upgrade() {
-                Some(w) => w.look(),
-                None => return,
-            };
-        }
+        let first = tokio::time::Instant::now() + TICK;
+        ticks::every(TICK, first, watch, |w| {
+            w.look();
+        })
+        .await;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Idle>>> {

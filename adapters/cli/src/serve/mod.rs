@@ -11,6 +11,7 @@ pub mod admin;
 pub mod auth;
 pub mod chat;
 pub mod config;
+pub mod deadline;
 pub mod ending;
 pub mod flight;
 pub mod handle;
@@ -22,6 +23,7 @@ pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod stream;
+pub mod ticks;
 pub mod upstream;
 pub mod whole;
 

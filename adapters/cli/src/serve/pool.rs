@@ -31,8 +31,10 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tower_service::Service;
+
+use super::ticks;
 
 type Sender = SendRequest<Full<Bytes>>;
 
@@ -218,20 +220,12 @@ impl Pool {
     pub fn reaper(&self, every: Duration) -> impl Future<Output = ()> + Send + 'static {
         let targets = Arc::downgrade(&self.targets);
         let idle_for = self.idle_for;
-        async move {
-            let mut ticks = tokio::time::interval_at(Instant::now() + every, every);
-            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(targets) = targets.upgrade() else {
-                    return;
-                };
-                let now = Instant::now();
-                for target in targets.iter().flatten() {
-                    target.close_stale(now, idle_for);
-                }
+        ticks::every(every, Instant::now() + every, targets, move |targets| {
+            let now = Instant::now();
+            for target in targets.iter().flatten() {
+                target.close_stale(now, idle_for);
             }
-        }
+        })
     }
 
     /// Sends `request` (its URI is replaced by the endpoint's path; a `Host` header is

@@ -93,6 +93,7 @@ pub async fn start(
         .local_addr()
         .map_err(|e| ServeError::Bind(addr, e))?;
     tokio::spawn(gateway.upstream.reaper());
+    tokio::spawn(gateway.upstream.deadline_looks());
     let gateway = Arc::new(gateway);
     let (stop, stopped) = watch::channel(false);
     let task = tokio::spawn(serve(listener, Arc::clone(&gateway), ender, stopped));

@@ -15,6 +15,7 @@ use std::error::Error;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -31,8 +32,9 @@ use steadfast_core::time::Timestamp;
 use steadfast_http::clock::Epoch;
 use steadfast_http::outcome::{ClientErrorFacts, client_transport, find_io_error, is_payload};
 use steadfast_http::{CallOptions, Outgoing, RawRequest, Reply, Session, Shared, Step};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
+use super::deadline::Deadlines;
 use super::pool::{Lent, Pool, SendError};
 use super::whole::{Unread, read_whole};
 
@@ -83,6 +85,8 @@ impl Error for UpstreamError {
 /// The endpoints' connections, and the gateway client's clock.
 pub struct Upstream {
     pool: Pool,
+    /// The exchanges' deadlines.
+    deadlines: Arc<Deadlines>,
     epoch: Epoch,
     /// The environment names a proxy (see [`PROXY_VARIABLES`]).
     proxied: bool,
@@ -141,6 +145,7 @@ impl Upstream {
             .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
         Ok(Upstream {
             pool,
+            deadlines: Arc::new(Deadlines::new()),
             epoch: client.epoch(),
             proxied,
         })
@@ -150,6 +155,12 @@ impl Upstream {
     /// (see [`Pool::reaper`]); it ends with this transport.
     pub fn reaper(&self) -> impl Future<Output = ()> + Send + 'static {
         self.pool.reaper(REAP_EVERY)
+    }
+
+    /// A task for the runtime: the looks that pass the exchanges' deadlines (see
+    /// [`Deadlines`]); it ends once the transport is dropped.
+    pub fn deadline_looks(&self) -> impl Future<Output = ()> + Send + 'static {
+        Deadlines::run(Arc::downgrade(&self.deadlines))
     }
 
     /// Whether calls on `shared` can go through this transport: not when they hedge
@@ -247,8 +258,9 @@ impl Upstream {
         sent: Instant,
     ) -> (Option<Bytes>, Instant) {
         let max = s.max_body();
-        // One timer for the whole exchange, set once: the send and every frame race it.
-        let mut deadline = pin!(tokio::time::sleep_until(sent + out.attempt.timeout));
+        // One deadline for the whole exchange, set once: the send and every frame race it.
+        let timeout = out.attempt.timeout;
+        let mut deadline = pin!(self.deadlines.at(sent + timeout, timeout));
         // A block, not an async fn of its own: one more layer would hold `out` twice.
         let fetched = 'fetch: {
             let (resp, lent) = match within(&mut deadline, pin!(self.send(out))).await {
@@ -325,8 +337,8 @@ enum Fetched {
 
 /// `work`'s output, unless `deadline` passes first (`Err`). `work` is taken pinned
 /// where it is (`pin!`), not moved into this future.
-fn within<'d, F: Future + Unpin + 'd>(
-    deadline: &'d mut Pin<&mut Sleep>,
+fn within<'d, D: Future<Output = ()>, F: Future + Unpin + 'd>(
+    deadline: &'d mut Pin<&mut D>,
     mut work: F,
 ) -> impl Future<Output = Result<F::Output, Elapsed>> + 'd {
     poll_fn(move |cx| match Pin::new(&mut work).poll(cx) {
