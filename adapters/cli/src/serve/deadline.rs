@@ -1,9 +1,10 @@
 //! Exchange deadlines many ticks away, kept by a look once a [`TICK`] instead of a
-//! timer each. A timer is set and cleared in the runtime's wheel and kept up at every
-//! park (about 1 k instructions a request, callgrind); a deadline here takes a slot in
-//! a list and gives it back. It passes at the first look at or after it: never early,
-//! at most a tick late, so only spans of at least [`COARSE_FROM`] (ten ticks, the
-//! policy's attempt timeout is 60 s by default) are kept here; shorter ones get a timer.
+//! timer each. A timer is set and cleared in the runtime's wheel under its lock (its
+//! making, polls and clearing took about 0.7 k instructions a request, callgrind); a
+//! deadline here takes a slot in a list and gives it back (about 0.2 k). It passes at
+//! the first look at or after it: never early, at most a tick late, so only spans of
+//! at least [`COARSE_FROM`] (ten ticks; the policy's attempt timeout is 60 s by
+//! default) are kept here, and shorter ones get a timer.
 
 use std::future::Future;
 use std::pin::Pin;
