@@ -800,6 +800,20 @@ async fn anthropic_requests_reach_anthropic_as_they_are_and_are_translated_only_
     gw.shutdown().await;
 }
 
+/// An upstream on 127.0.0.1 that takes every connection and never answers: its URL,
+/// and its task (abort it to close them).
+async fn silent_upstream() -> (String, tokio::task::JoinHandle<()>) {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let taken = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    (url, taken)
+}
+
 /// A gateway with one OpenAI endpoint at `url` (model `gpt-4o-mini`) under `policy`.
 async fn gateway_at(url: &str, policy: &str) -> Running {
     let text = format!(
@@ -830,14 +844,7 @@ async fn an_upstream_that_refuses_or_never_answers_is_retried_then_given_up() {
     assert_eq!(got.headers["x-steadfast-give-up"], "retries_exhausted");
     gw.shutdown().await;
     // Silent: it takes each request and never answers; every attempt times out.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", silent.local_addr().unwrap());
-    let taken = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((conn, _)) = silent.accept().await {
-            held.push(conn);
-        }
-    });
+    let (url, taken) = silent_upstream().await;
     let gw = gateway_at(&url, policy).await;
     let got = ask(&gw, "gpt-4o-mini", &[]).await;
     assert_eq!(got.status, 504, "{}", got.text);
@@ -925,14 +932,7 @@ async fn connections_that_wait_too_long_for_a_request_are_closed_and_busy_ones_a
     use tokio::io::AsyncWriteExt;
     // The upstream takes each request and never answers: a call runs its whole
     // attempt timeout (45 s), longer than the 30 s a connection may wait for a request.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", silent.local_addr().unwrap());
-    let taken = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((conn, _)) = silent.accept().await {
-            held.push(conn);
-        }
-    });
+    let (url, taken) = silent_upstream().await;
     let gw = gateway_at(
         &url,
         "[retry]\nmax_attempts = 1\nattempt_timeout = \"45s\"\n",
