@@ -1,5 +1,7 @@
 //! Endpoints as the caller describes them, and as the core sees them.
 
+use http::uri::Scheme;
+use http::{HeaderValue, Uri};
 use steadfast_core::engine::EndpointSpec;
 use steadfast_core::limiter::LimiterConfig;
 use steadfast_core::policy::Policy;
@@ -276,6 +278,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_host_header_names_the_port_only_when_it_is_not_the_scheme_s() {
+        let host = |url: &str| host_header(&Uri::try_from(url).unwrap());
+        for (url, want) in [
+            ("http://api.example.com/v1", "api.example.com"),
+            ("http://api.example.com:80/v1", "api.example.com"),
+            ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+            ("https://api.example.com:443/v1", "api.example.com"),
+            ("https://api.example.com:80/v1", "api.example.com:80"),
+            ("http://[::1]:9/", "[::1]:9"),
+        ] {
+            assert_eq!(host(url), Some(HeaderValue::from_static(want)), "{url}");
+        }
+        assert_eq!(host("/v1/chat/completions"), None);
+    }
+
+    #[test]
     fn specs_check_keys_and_urls() {
         let e = EndpointDef::new("http://127.0.0.1:1", Provider::OpenAi, "k1")
             .key("k2")
@@ -326,4 +344,20 @@ mod tests {
         assert_eq!(e.model.as_deref(), Some("m"));
         assert_eq!(e.redact("x sk-a y"), "x **** y");
     }
+}
+
+/// The `Host` header of a request to `url`: its host, and its port when that is not
+/// the scheme's own (`None` for a URL without a host).
+pub fn host_header(url: &Uri) -> Option<HeaderValue> {
+    let authority = url.authority()?;
+    let own_port = if url.scheme() == Some(&Scheme::HTTPS) {
+        443
+    } else {
+        80
+    };
+    let host = match authority.port_u16() {
+        Some(port) if port != own_port => format!("{}:{port}", authority.host()),
+        _ => authority.host().to_owned(),
+    };
+    HeaderValue::try_from(host).ok()
 }

@@ -88,7 +88,7 @@ pub mod telemetry;
 mod text;
 
 pub use clock::Now;
-pub use endpoint::{EndpointDef, RequestLimit, names as endpoint_names, specs};
+pub use endpoint::{EndpointDef, RequestLimit, host_header, names as endpoint_names, specs};
 pub use error::{
     CallError, DEFAULT_MAX_BODY, Exceeded, GiveUpReason, Interruption, RequestError, SetupError,
     StreamError, request_value,

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue};
+use http::header::CONTENT_LENGTH;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use steadfast_core::idempotency::IdempotencyKey;
 use steadfast_core::ids::{AttemptId, EndpointId, EndpointSet, Target};
@@ -478,18 +479,21 @@ impl<'c, E> Session<'c, E> {
         }
         self.trace.on_attempt(shared, &attempt);
         self.last.target = Some(attempt.target);
-        let (url, mut headers, model, key_at) = match shared.endpoints.get(e) {
-            Some(slot) => (
-                slot.url.as_str(),
-                slot.headers.get(k).cloned().unwrap_or_default(),
-                slot.model.as_deref(),
-                slot.key_at,
-            ),
-            None => ("", HeaderMap::new(), None, usize::MAX),
-        };
+        let slot = shared.endpoints.get(e);
+        let url = slot.map_or("", |s| s.url.as_str());
+        let model = slot.and_then(|s| s.model.as_deref());
+        let mut headers = slot
+            .and_then(|s| s.headers.get(k))
+            .cloned()
+            .unwrap_or_default();
         let mut buf = [0u8; 36];
         match HeaderValue::from_bytes(attempt.idempotency_key.as_ascii(&mut buf)) {
-            Ok(v) => set_key(&mut headers, key_at, v),
+            Ok(v) => set_at(
+                &mut headers,
+                slot.map_or(usize::MAX, |s| s.key_at),
+                &IDEMPOTENCY_KEY,
+                v,
+            ),
             Err(_) => drop(headers.remove(IDEMPOTENCY_KEY)),
         }
         for (name, value) in &self.extra {
@@ -511,6 +515,14 @@ impl<'c, E> Session<'c, E> {
                 })
             }
         };
+        if let Some(at) = slot.and_then(|s| s.length_at) {
+            set_at(
+                &mut headers,
+                at,
+                &CONTENT_LENGTH,
+                HeaderValue::from(body.len()),
+            );
+        }
         Outgoing {
             attempt,
             url,
@@ -827,12 +839,12 @@ impl Start<'_> {
     }
 }
 
-/// Sets `headers`' `Idempotency-Key` to `key`: in place when the placeholder is the
-/// header at `at` (in their order), else by name.
-fn set_key(headers: &mut HeaderMap, at: usize, key: HeaderValue) {
+/// Sets `headers`' `name` to `value`: in place when its placeholder is the header at
+/// `at` (in their order), else by name.
+fn set_at(headers: &mut HeaderMap, at: usize, name: &HeaderName, value: HeaderValue) {
     match headers.iter_mut().nth(at) {
-        Some((name, value)) if name == IDEMPOTENCY_KEY => *value = key,
-        _ => drop(headers.insert(IDEMPOTENCY_KEY, key)),
+        Some((n, v)) if n == name => *v = value,
+        _ => drop(headers.insert(name.clone(), value)),
     }
 }
 

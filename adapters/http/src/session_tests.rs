@@ -502,10 +502,49 @@ fn an_attempt_s_key_replaces_the_placeholder_in_place_or_else_by_name() {
     // 1 is the placeholder's place; the others are wrong or past the end.
     for at in [1, 0, 2, 3, usize::MAX] {
         let mut headers = prepared.clone();
-        set_key(&mut headers, at, key.clone());
+        set_at(&mut headers, at, &IDEMPOTENCY_KEY, key.clone());
         let keys: Vec<_> = headers.get_all(IDEMPOTENCY_KEY).iter().collect();
         assert_eq!(keys, [&key], "at {at}");
         assert_eq!(headers.len(), 3, "at {at}");
         assert_eq!(headers[ACCEPT], "*/*", "at {at}");
+    }
+}
+
+#[test]
+fn the_attempts_carry_their_host_and_length_only_when_the_setup_asks() {
+    for complete_headers in [true, false] {
+        let setup = Setup {
+            endpoints: vec![EndpointDef::new(
+                "http://127.0.0.1:9/v1/",
+                Provider::OpenAi,
+                "sk",
+            )],
+            seed: Some([7; 32]),
+            complete_headers,
+            ..Setup::default()
+        };
+        let shared = Shared::new(setup).expect("setup");
+        assert_eq!(shared.complete_headers(), complete_headers);
+        let mut clock = Clock::new();
+        let request = json!({"model": "m", "messages": []});
+        let mut s: Session<'_, FakeError> = Session::new(&shared, clock.0, None, &request, false);
+        let out = clock.next(&mut s).expect("an attempt");
+        let text = |name| {
+            let value: Option<&HeaderValue> = out.headers.get(name);
+            value.map(|v| v.to_str().unwrap().to_owned())
+        };
+        let (host, length) = (text(http::header::HOST), text(CONTENT_LENGTH));
+        if complete_headers {
+            assert_eq!(host.as_deref(), Some("127.0.0.1:9"));
+            assert_eq!(length, Some(out.body.len().to_string()));
+            assert_ne!(out.body.len(), 0);
+        } else {
+            assert_eq!((host, length), (None, None));
+        }
+        assert_eq!(out.headers.get_all("idempotency-key").iter().count(), 1);
+        assert_eq!(
+            out.headers["idempotency-key"].to_str().unwrap(),
+            s.idempotency_key().to_string()
+        );
     }
 }

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use http::header::ACCEPT;
-use http::{HeaderMap, HeaderValue};
+use http::header::{ACCEPT, CONTENT_LENGTH, HOST};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use steadfast_core::engine::{Engine, EngineEvent};
 use steadfast_core::idempotency::{Begin, IdempotencyKey, IdempotencyStore, MemoryStore};
@@ -59,6 +59,13 @@ pub struct Setup {
     pub shared_limits: bool,
     /// Spans and metrics (see [`crate::telemetry`]).
     pub telemetry: TelemetryConfig,
+    /// Whether the attempts' headers are complete for a transport that sends the
+    /// headers it is given as they are (hyper's `client::conn`): each endpoint's `Host`
+    /// ([`host_header`](crate::host_header)) is prepared with its other headers, and each
+    /// attempt's `Content-Length` goes into a place kept for it, so that the transport
+    /// need not add them to the attempt's copy (which grows it). Off by default:
+    /// reqwest, ureq and hyper-util's client set both themselves.
+    pub complete_headers: bool,
 }
 
 impl Default for Setup {
@@ -73,6 +80,7 @@ impl Default for Setup {
             canonical: None,
             shared_limits: false,
             telemetry: TelemetryConfig::default(),
+            complete_headers: false,
         }
     }
 }
@@ -100,6 +108,9 @@ pub(crate) struct EndpointSlot {
     /// The placeholder `Idempotency-Key`'s place in each key's headers (in their
     /// order): each attempt's key goes there without looking its name up.
     pub key_at: usize,
+    /// The `Content-Length` placeholder's place, when the headers are complete
+    /// ([`Setup::complete_headers`]).
+    pub length_at: Option<usize>,
     /// Whether its breaker's "open until" is shared through the store.
     share_breaker: bool,
     def: EndpointDef,
@@ -134,6 +145,7 @@ pub struct Shared {
     store: Option<Mutex<MemoryStore<Value>>>,
     fallbacks: Vec<FallbackSlot>,
     pub(crate) telemetry: Telemetry,
+    complete_headers: bool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -191,7 +203,7 @@ impl Shared {
             .into_iter()
             .zip(names)
             .enumerate()
-            .map(|(e, (def, name))| EndpointSlot::new(e, def, name))
+            .map(|(e, (def, name))| EndpointSlot::new(e, def, name, setup.complete_headers))
             .collect::<Result<Vec<_>, _>>()?;
         for (slot, spec) in endpoints.iter_mut().zip(&specs) {
             slot.share_breaker = spec.share_breaker;
@@ -212,6 +224,7 @@ impl Shared {
             max_body: setup.max_body,
             canonical,
             shares,
+            complete_headers: setup.complete_headers,
             store,
             fallbacks,
         })
@@ -346,6 +359,13 @@ impl Shared {
     /// the store.
     pub fn shares_limits(&self) -> bool {
         self.shares
+    }
+
+    /// Whether the attempts' headers carry their endpoint's `Host` and their body's
+    /// `Content-Length` (see [`Setup::complete_headers`]); a transport that sets its
+    /// own drops them.
+    pub fn complete_headers(&self) -> bool {
+        self.complete_headers
     }
 
     /// The policy.
@@ -521,13 +541,28 @@ fn take_events(engine: &mut Engine, batch: &mut [Option<EngineEvent>; EVENT_BATC
 /// sent: each attempt's key replaces it).
 const KEY_PLACEHOLDER: &str = "00000000-0000-0000-0000-000000000000";
 
+/// The headers an attempt's copy of the prepared ones can take (or look up by entry)
+/// without growing its index.
+const ROOM: usize = 4;
+
 /// The `Accept` every attempt sends: what reqwest sends unless told otherwise, for
 /// every face alike (a JSON answer or an event stream, as the request asks).
 const ACCEPT_ANY: &str = "*/*";
 
 impl EndpointSlot {
-    /// Endpoint `e` with every key's headers prepared.
-    fn new(e: usize, def: EndpointDef, name: String) -> Result<EndpointSlot, SetupError> {
+    /// Endpoint `e` with every key's headers prepared (complete, with its `Host` and
+    /// a place for the `Content-Length`, when `complete`).
+    fn new(
+        e: usize,
+        def: EndpointDef,
+        name: String,
+        complete: bool,
+    ) -> Result<EndpointSlot, SetupError> {
+        let url = def.url();
+        let host = complete
+            .then(|| http::Uri::try_from(url.as_str()).ok())
+            .flatten()
+            .and_then(|u| crate::host_header(&u));
         let headers = def
             .keys
             .iter()
@@ -544,20 +579,33 @@ impl EndpointSlot {
                 // of growing it.
                 h.insert(IDEMPOTENCY_KEY, HeaderValue::from_static(KEY_PLACEHOLDER));
                 h.insert(ACCEPT, HeaderValue::from_static(ACCEPT_ANY));
+                if let Some(host) = &host {
+                    h.insert(HOST, host.clone());
+                }
+                if complete {
+                    h.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
+                }
+                // Room in its index, which every attempt's copy keeps: hyper looks up
+                // `Transfer-Encoding` by an entry, which grows a full index first.
+                h.reserve(ROOM);
                 Ok::<_, SetupError>(h)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let key_at = headers
-            .first()
-            .and_then(|h| h.iter().position(|(name, _)| name == IDEMPOTENCY_KEY))
-            .unwrap_or(usize::MAX);
+        let place = |of: &HeaderName| {
+            headers
+                .first()
+                .and_then(|h| h.iter().position(|(name, _)| name == of))
+        };
+        let key_at = place(&IDEMPOTENCY_KEY).unwrap_or(usize::MAX);
+        let length_at = place(&CONTENT_LENGTH);
         Ok(EndpointSlot {
             name,
             provider: def.provider,
             model: def.model.clone(),
-            url: def.url(),
+            url,
             headers,
             key_at,
+            length_at,
             share_breaker: false,
             def,
         })

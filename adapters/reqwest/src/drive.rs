@@ -1,5 +1,6 @@
 //! The driver loop: read tokio's clock, poll the session, send or sleep, report.
 
+use reqwest::header::{CONTENT_LENGTH, HOST};
 use serde_json::Value;
 use steadfast_core::ids::EndpointId;
 use steadfast_core::time::Timestamp;
@@ -68,7 +69,13 @@ pub(crate) fn request(c: &Inner, out: Outgoing<'_>, whole: bool) -> reqwest::Req
         Some(Some(url)) => c.http.post(url.clone()),
         _ => c.http.post(out.url),
     };
-    let req = req.headers(out.headers).body(out.body);
+    let mut headers = out.headers;
+    if c.shared.complete_headers() {
+        // reqwest sets both for what it sends, redirects included.
+        headers.remove(HOST);
+        headers.remove(CONTENT_LENGTH);
+    }
+    let req = req.headers(headers).body(out.body);
     if whole { req.timeout(timeout) } else { req }
 }
 

@@ -121,6 +121,28 @@ pub struct ClientBuilder {
 impl ClientBuilder {
     steadfast_http::shared_builder_settings!(steadfast_reqwest);
 
+    /// Makes the attempts' headers complete, each endpoint's `Host` and each attempt's
+    /// `Content-Length` included, for a caller that also sends the client's attempts
+    /// over a transport of its own that sends headers as it is given them (hyper's
+    /// `client::conn`, as `steadfast serve` does). This client's own sends drop both,
+    /// since reqwest sets them itself (and a redirect to another host must not carry
+    /// the first one's).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = steadfast_reqwest::Client::builder()
+    ///     .endpoint(steadfast_reqwest::EndpointDef::new("http://127.0.0.1:9", steadfast_reqwest::Provider::OpenAi, "sk-1"))
+    ///     .complete_headers(true)
+    ///     .build()?;
+    /// assert!(client.shared().complete_headers());
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn complete_headers(mut self, on: bool) -> Self {
+        self.setup.complete_headers = on;
+        self
+    }
+
     /// Uses this reqwest client (its own connect timeout, TLS, proxies) instead of one
     /// built with the policy's connect timeout.
     #[must_use]

@@ -78,9 +78,12 @@ pub fn parts(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // The gateway's pool sends the attempts' headers as they are: Host and
+    // Content-Length are in them.
     let mut builder = steadfast_reqwest::Client::builder()
         .policy(file.policy.clone())
-        .canonical(true);
+        .canonical(true)
+        .complete_headers(true);
     for e in &endpoints {
         builder = builder.endpoint(e.clone());
     }

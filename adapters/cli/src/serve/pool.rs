@@ -91,13 +91,7 @@ impl Target {
         if !https && *scheme != Scheme::HTTP {
             return None;
         }
-        let authority = url.authority()?;
-        let default_port = if https { 443 } else { 80 };
-        let host = match authority.port_u16() {
-            Some(port) if port != default_port => format!("{}:{port}", authority.host()),
-            _ => authority.host().to_owned(),
-        };
-        let host = HeaderValue::try_from(host).ok()?;
+        let host = steadfast_http::host_header(&url)?;
         let path = url.path_and_query().map_or("/", PathAndQuery::as_str);
         let path = Uri::try_from(path).ok()?;
         Some(Target {
