@@ -273,6 +273,22 @@ pub fn specs(endpoints: &[EndpointDef]) -> Result<Vec<EndpointSpec>, SetupError>
         .collect()
 }
 
+/// The `Host` header of a request to `url`: its host, and its port when that is not
+/// the scheme's own (`None` for a URL without a host).
+pub fn host_header(url: &Uri) -> Option<HeaderValue> {
+    let authority = url.authority()?;
+    let own_port = if url.scheme() == Some(&Scheme::HTTPS) {
+        443
+    } else {
+        80
+    };
+    let host = match authority.port_u16() {
+        Some(port) if port != own_port => format!("{}:{port}", authority.host()),
+        _ => authority.host().to_owned(),
+    };
+    HeaderValue::try_from(host).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,20 +360,4 @@ mod tests {
         assert_eq!(e.model.as_deref(), Some("m"));
         assert_eq!(e.redact("x sk-a y"), "x **** y");
     }
-}
-
-/// The `Host` header of a request to `url`: its host, and its port when that is not
-/// the scheme's own (`None` for a URL without a host).
-pub fn host_header(url: &Uri) -> Option<HeaderValue> {
-    let authority = url.authority()?;
-    let own_port = if url.scheme() == Some(&Scheme::HTTPS) {
-        443
-    } else {
-        80
-    };
-    let host = match authority.port_u16() {
-        Some(port) if port != own_port => format!("{}:{port}", authority.host()),
-        _ => authority.host().to_owned(),
-    };
-    HeaderValue::try_from(host).ok()
 }
