@@ -103,7 +103,8 @@ pub(crate) struct EndpointSlot {
     pub model: Option<String>,
     pub url: String,
     /// Per key: content type, auth (marked sensitive) and version headers, and a
-    /// placeholder `Idempotency-Key` that each attempt's replaces.
+    /// placeholder `Idempotency-Key` that each attempt's replaces; when complete
+    /// ([`Setup::complete_headers`]), the `Host` and a placeholder `Content-Length` too.
     pub headers: Vec<HeaderMap>,
     /// The placeholder `Idempotency-Key`'s place in each key's headers (in their
     /// order): each attempt's key goes there without looking its name up.
