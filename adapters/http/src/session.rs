@@ -490,7 +490,7 @@ impl<'c, E> Session<'c, E> {
         match HeaderValue::from_bytes(attempt.idempotency_key.as_ascii(&mut buf)) {
             Ok(v) => set_at(
                 &mut headers,
-                slot.map_or(usize::MAX, |s| s.key_at),
+                slot.and_then(|s| s.key_at),
                 &IDEMPOTENCY_KEY,
                 v,
             ),
@@ -518,7 +518,7 @@ impl<'c, E> Session<'c, E> {
         if let Some(at) = slot.and_then(|s| s.length_at) {
             set_at(
                 &mut headers,
-                at,
+                Some(at),
                 &CONTENT_LENGTH,
                 HeaderValue::from(body.len()),
             );
@@ -841,8 +841,8 @@ impl Start<'_> {
 
 /// Sets `headers`' `name` to `value`: in place when its placeholder is the header at
 /// `at` (in their order), else by name.
-fn set_at(headers: &mut HeaderMap, at: usize, name: &HeaderName, value: HeaderValue) {
-    match headers.iter_mut().nth(at) {
+fn set_at(headers: &mut HeaderMap, at: Option<usize>, name: &HeaderName, value: HeaderValue) {
+    match at.and_then(|at| headers.iter_mut().nth(at)) {
         Some((n, v)) if n == name => *v = value,
         _ => drop(headers.insert(name.clone(), value)),
     }

@@ -499,14 +499,14 @@ fn an_attempt_s_key_replaces_the_placeholder_in_place_or_else_by_name() {
     prepared.insert(IDEMPOTENCY_KEY, HeaderValue::from_static("placeholder"));
     prepared.insert(ACCEPT, HeaderValue::from_static("*/*"));
     let key = HeaderValue::from_static("the-key");
-    // 1 is the placeholder's place; the others are wrong or past the end.
-    for at in [1, 0, 2, 3, usize::MAX] {
+    // 1 is the placeholder's place; the others are wrong, past the end, or unknown.
+    for at in [Some(1), Some(0), Some(2), Some(3), Some(usize::MAX), None] {
         let mut headers = prepared.clone();
         set_at(&mut headers, at, &IDEMPOTENCY_KEY, key.clone());
         let keys: Vec<_> = headers.get_all(IDEMPOTENCY_KEY).iter().collect();
-        assert_eq!(keys, [&key], "at {at}");
-        assert_eq!(headers.len(), 3, "at {at}");
-        assert_eq!(headers[ACCEPT], "*/*", "at {at}");
+        assert_eq!(keys, [&key], "at {at:?}");
+        assert_eq!(headers.len(), 3, "at {at:?}");
+        assert_eq!(headers[ACCEPT], "*/*", "at {at:?}");
     }
 }
 

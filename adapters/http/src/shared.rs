@@ -108,7 +108,7 @@ pub(crate) struct EndpointSlot {
     pub headers: Vec<HeaderMap>,
     /// The placeholder `Idempotency-Key`'s place in each key's headers (in their
     /// order): each attempt's key goes there without looking its name up.
-    pub key_at: usize,
+    pub key_at: Option<usize>,
     /// The `Content-Length` placeholder's place, when the headers are complete
     /// ([`Setup::complete_headers`]).
     pub length_at: Option<usize>,
@@ -597,7 +597,7 @@ impl EndpointSlot {
                 .first()
                 .and_then(|h| h.iter().position(|(name, _)| name == of))
         };
-        let key_at = place(&IDEMPOTENCY_KEY).unwrap_or(usize::MAX);
+        let key_at = place(&IDEMPOTENCY_KEY);
         let length_at = place(&CONTENT_LENGTH);
         Ok(EndpointSlot {
             name,

@@ -6,9 +6,7 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 
-use http::HeaderMap;
-
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use steadfast_http::chat::ApiErrorKind;
