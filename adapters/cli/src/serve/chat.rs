@@ -43,17 +43,41 @@ pub struct Chat {
     pub arrived: Instant,
 }
 
-/// Serves one chat request of `shape` on `path`.
-pub async fn serve(
-    gw: &Arc<Gateway>,
-    shape: Provider,
-    path: &'static str,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Incoming,
-) -> Response<Body> {
-    let arrived = Instant::now();
-    let chat = match read(gw, shape, &headers, body, arrived).await {
+/// A chat request let in, its body not read yet: the API it speaks, who sent it, and
+/// what its headers ask.
+pub struct Asked {
+    /// The API the client speaks.
+    pub shape: Provider,
+    /// Who sent it.
+    pub caller: Caller,
+    /// The client's `Idempotency-Key`.
+    pub idempotency_key: Option<String>,
+    /// The timeout the client's SDK gave the request (`x-stainless-timeout`).
+    pub timeout: Option<Duration>,
+    /// The request's body.
+    pub body: Incoming,
+    /// When the request arrived.
+    pub arrived: Instant,
+}
+
+impl Asked {
+    /// A request of `shape` from `caller`, with `headers` and `body`, arrived now.
+    pub fn new(shape: Provider, caller: Caller, headers: &HeaderMap, body: Incoming) -> Asked {
+        Asked {
+            shape,
+            caller,
+            idempotency_key: header_text(headers, &IDEMPOTENCY_KEY),
+            timeout: header_text(headers, &SDK_TIMEOUT).and_then(seconds),
+            body,
+            arrived: Instant::now(),
+        }
+    }
+}
+
+/// Serves one chat request on `path`.
+pub async fn serve(gw: &Arc<Gateway>, path: &'static str, asked: Asked) -> Response<Body> {
+    let caller = asked.caller;
+    let chat = match read(gw, asked).await {
         Ok(chat) => chat,
         Err(refusal) => return refusal,
     };
@@ -108,15 +132,10 @@ fn replayed(answer: &Answer, how: &'static str) -> Response<Body> {
 }
 
 /// Reads, checks and routes the request; a refusal is the response to send.
-async fn read(
-    gw: &Gateway,
-    shape: Provider,
-    headers: &HeaderMap,
-    body: Incoming,
-    arrived: Instant,
-) -> Result<Chat, Response<Body>> {
+async fn read(gw: &Gateway, asked: Asked) -> Result<Chat, Response<Body>> {
+    let shape = asked.shape;
     let limit = gw.config.max_request_body;
-    let bytes = match read_whole(body, limit).await {
+    let bytes = match read_whole(asked.body, limit).await {
         Ok(bytes) => bytes,
         Err(Unread::TooLarge) => {
             let m = format!("the request body is over {limit} bytes");
@@ -143,10 +162,10 @@ async fn read(
         return Err(refuse(shape, ApiErrorKind::NotFound, m));
     };
     let mut options = CallOptions::new().only_endpoints(route).shape(shape);
-    if let Some(key) = header_text(headers, &IDEMPOTENCY_KEY) {
+    if let Some(key) = asked.idempotency_key {
         options = options.idempotency_key(key);
     }
-    if let Some(timeout) = header_text(headers, &SDK_TIMEOUT).and_then(seconds) {
+    if let Some(timeout) = asked.timeout {
         options = options.deadline(timeout);
     }
     Ok(Chat {
@@ -154,7 +173,7 @@ async fn read(
         stream: request.is_stream(),
         request,
         options,
-        arrived,
+        arrived: asked.arrived,
     })
 }
 
