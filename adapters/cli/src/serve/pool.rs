@@ -226,33 +226,41 @@ impl Pool {
     /// added when it has none) to `endpoint`, on an idle connection when there is one,
     /// and returns the answer with its connection. `None`: the endpoint has no
     /// absolute `http`/`https` URL.
-    pub async fn send(
+    ///
+    /// Not an `async fn`: its arguments would be kept twice in its future, once as
+    /// given and once as moved into its body; an `async` block keeps the request once.
+    pub fn send(
         &self,
         endpoint: usize,
         mut request: Request<Full<Bytes>>,
-    ) -> Option<Result<(Response<Incoming>, Lent<'_>), SendError>> {
-        let target = self.targets.get(endpoint)?.as_ref()?;
-        *request.uri_mut() = target.path.clone();
-        request
-            .headers_mut()
-            .entry(HOST)
-            .or_insert_with(|| target.host.clone());
-        while let Some(mut sender) = target.take(self.idle_for) {
-            if sender.ready().await.is_err() {
-                continue;
-            }
-            match sender.try_send_request(request).await {
-                Ok(answer) => return Some(Ok((answer, self.lend(target, sender)))),
-                Err(mut refused) => match refused.take_message() {
-                    // Closed before a byte of the request was written: the next one.
-                    Some(back) => request = back,
-                    None => return Some(Err(SendError::Exchange(refused.into_error()))),
-                },
-            }
+    ) -> impl Future<Output = Option<Result<(Response<Incoming>, Lent<'_>), SendError>>> {
+        let target = self.targets.get(endpoint).and_then(Option::as_ref);
+        if let Some(target) = target {
+            *request.uri_mut() = target.path.clone();
+            request
+                .headers_mut()
+                .entry(HOST)
+                .or_insert_with(|| target.host.clone());
         }
-        // Boxed: connecting (TLS included) is a large future, and it is the rare path;
-        // inline, every exchange's future would carry its size.
-        Some(Box::pin(self.send_on_new(target, request)).await)
+        async move {
+            let target = target?;
+            while let Some(mut sender) = target.take(self.idle_for) {
+                if sender.ready().await.is_err() {
+                    continue;
+                }
+                match sender.try_send_request(request).await {
+                    Ok(answer) => return Some(Ok((answer, self.lend(target, sender)))),
+                    Err(mut refused) => match refused.take_message() {
+                        // Closed before a byte of the request was written: the next one.
+                        Some(back) => request = back,
+                        None => return Some(Err(SendError::Exchange(refused.into_error()))),
+                    },
+                }
+            }
+            // Boxed: connecting (TLS included) is a large future, and it is the rare
+            // path; inline, every exchange's future would carry its size.
+            Some(Box::pin(self.send_on_new(target, request)).await)
+        }
     }
 
     async fn send_on_new<'p>(

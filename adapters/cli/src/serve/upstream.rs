@@ -214,17 +214,21 @@ impl Upstream {
         mut at: Instant,
     ) -> Result<(Reply, Option<Bytes>), UpstreamCallError> {
         let mut last = None;
-        loop {
-            match s.poll(self.timestamp(at)) {
+        'steps: loop {
+            let span;
+            // The exchange's future is made in the slot it is polled in, and the step it
+            // came from ends here: held across the await, it would be kept in this
+            // future's state beside the exchange that holds its request.
+            let exchange = pin!(match s.poll(self.timestamp(at)) {
                 Step::Send(out) => {
-                    let span = s.attempt_span();
-                    let exchange = pin!(self.exchange(s, out, at));
-                    (last, at) = span.instrument(exchange).await;
+                    span = s.attempt_span();
+                    self.exchange(s, out, at)
                 }
                 Step::Sleep(until) => {
                     let until = Instant::from_std(self.epoch.instant(until));
                     tokio::time::sleep_until(until).await;
                     at = Instant::now();
+                    continue 'steps;
                 }
                 // No store here (see `handles`): the endpoint runs on its fallback.
                 Step::Lease(ask) => {
@@ -233,6 +237,7 @@ impl Upstream {
                         &ask,
                         steadfast_http::LeaseAnswer::Failed,
                     );
+                    continue 'steps;
                 }
                 Step::Done => {
                     let reply = s.take_reply()?;
@@ -244,7 +249,8 @@ impl Upstream {
                                 .is_some_and(|by| Some(by.provider) == options.shape);
                     return Ok((reply, last.filter(|_| untranslated)));
                 }
-            }
+            });
+            (last, at) = span.instrument(exchange).await;
         }
     }
 
