@@ -45,8 +45,12 @@ fn failover_client_shaped<H: Harness>(
         .name("claude-standby")
         .model("claude-test")
         .priority(1);
+    // Timeouts far above a loopback exchange's: on a loaded machine the fast suite's
+    // 300 ms connect (or a 400 ms first event) can pass, and the retry that follows
+    // goes back to the failed endpoint, which these tests count.
     let mut b = Build::new(first).endpoint(second).policy(|p| {
-        p.retry.first_event_timeout = Some(Duration::from_millis(400));
+        p.retry.first_event_timeout = Some(Duration::from_secs(5));
+        p.retry.connect_timeout = Duration::from_secs(5);
         p.retry.attempt_timeout = Duration::from_secs(5);
     });
     b.knobs.canonical = canonical;
