@@ -22,7 +22,7 @@ use super::{Gateway, admin};
 /// future into its connection's slot for every request, a write of its whole size
 /// into memory that has gone cold since the connection's last request, so it holds
 /// only what the answer needs. A chat call's future is boxed for the same reason: a
-/// box takes memory a finished request has just freed.
+/// box mostly takes memory a finished request has just freed.
 pub fn handle(
     gw: Arc<Gateway>,
     req: Request<Incoming>,
