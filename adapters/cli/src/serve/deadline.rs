@@ -16,10 +16,8 @@ use std::time::Duration;
 use futures_util::future::Either;
 use tokio::time::{Instant, Sleep};
 
-use super::ticks;
+use super::ticks::{self, TICK};
 
-/// How often the deadlines are looked at.
-pub const TICK: Duration = Duration::from_secs(1);
 /// The shortest span kept by the looks; a shorter one gets its own timer.
 pub const COARSE_FROM: Duration = Duration::from_secs(10);
 

@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
@@ -22,10 +21,8 @@ use tokio::sync::futures::Notified;
 
 use super::ending::arm;
 use super::reply;
-use super::ticks;
+use super::ticks::{self, TICK};
 
-/// How often the watch looks at the connections.
-pub const TICK: Duration = Duration::from_secs(1);
 /// Ticks a connection may wait for a request: it is closed at the look after (the
 /// first look may come at once, so it has waited at least this many).
 pub const IDLE_TICKS: u32 = 30;
