@@ -10,6 +10,7 @@
 # Knobs (environment):
 #   ROUNDS=10  SECONDS_EACH=2  WARMUP_SECONDS=0.5  CONCURRENCY="64 256"
 #   GATEWAY_THREADS=1   STEADFAST=target/release/steadfast   the binary measured
+#   UPSTREAM=fixed   or mock: `steadfast mock --scenario ok` (two worker threads)
 # It listens on and sends to 127.0.0.1 only; logs go to target/gateway-bench/paired/.
 set -euo pipefail
 
@@ -22,6 +23,7 @@ WARMUP_SECONDS=${WARMUP_SECONDS:-0.5}
 CONCURRENCY=${CONCURRENCY:-64 256}
 GATEWAY_THREADS=${GATEWAY_THREADS:-1}
 STEADFAST=${STEADFAST:-$BIN/steadfast}
+UPSTREAM=${UPSTREAM:-fixed}
 
 # shellcheck source=common.sh
 . "$ROOT/benches/gateway/common.sh"
@@ -48,7 +50,14 @@ rps() {
 
 (cd "$ROOT" && cargo build --release -q -p steadfast-cli -p steadfast-gateway-bench)
 
-start_server "$OUT" upstream 30 "$BIN/upstream"
+case $UPSTREAM in
+fixed) start_server "$OUT" upstream 30 "$BIN/upstream" ;;
+mock) start_server "$OUT" upstream 30 "$BIN/steadfast" mock --scenario ok --addr 127.0.0.1:0 ;;
+*)
+    echo "paired.sh: UPSTREAM is fixed or mock, not $UPSTREAM" >&2
+    exit 1
+    ;;
+esac
 UP_URL=$URL
 steadfast_config "$OUT/steadfast.toml" "$UP_URL"
 start_server "$OUT" forward 30 env "TOKIO_WORKER_THREADS=$GATEWAY_THREADS" "$BIN/forward" --upstream "$UP_URL" \
