@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{Either, Full};
 use serde_json::Value;
@@ -101,8 +101,7 @@ impl Answer {
     pub fn to_response(&self) -> Response<Body> {
         let mut r = Response::new(full(self.body.clone()));
         *r.status_mut() = self.status;
-        // Sized for what it holds: a map grown by inserts takes room for six headers.
-        let mut h = HeaderMap::with_capacity(1 + self.headers.len());
+        let h = r.headers_mut();
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(self.content_type),
@@ -110,7 +109,6 @@ impl Answer {
         for (name, value) in &self.headers {
             h.append(name, value.clone());
         }
-        *r.headers_mut() = h;
         r
     }
 }
