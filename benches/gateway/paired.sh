@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Throughput of `steadfast serve` as a share of the plain forwarder's (the floor), in
-# pairs: both run side by side for the whole script, in front of one fixed-answer
-# upstream, and each round measures one right after the other (the order alternating
-# round by round), so that both halves of a pair see the machine in the same state.
+# pairs: both run side by side for the whole script, in front of one upstream (the
+# fixed answer, or the mock), and each round measures one right after the other (the
+# order alternating round by round), so that both halves of a pair see the machine in
+# the same state.
 # On a machine whose speed drifts from minute to minute, the median of the pairs'
 # ratios is steadier than two figures taken minutes apart. See README.md beside it.
 #
