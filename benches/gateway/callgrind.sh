@@ -46,19 +46,14 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 
 
 requests() { # requests URL COUNT
-    "$BIN/loadgen" latency --url "$1" --body "$BODY" \
-        --header 'content-type: application/json' \
-        --header "authorization: Bearer $MOCK_KEY" \
-        --warmup 0 --requests "$2" >/dev/null
+    send_load latency --url "$1" --warmup 0 --requests "$2" >/dev/null
 }
 
 # load URL SECONDS: CONCURRENCY connections for SECONDS; prints the answers counted.
 load() {
     local line
-    line=$("$BIN/loadgen" throughput --url "$1" --concurrency "$CONCURRENCY" \
-        --seconds "$2" --warmup-seconds 0 --body "$BODY" \
-        --header 'content-type: application/json' \
-        --header "authorization: Bearer $MOCK_KEY")
+    line=$(send_load throughput --url "$1" --concurrency "$CONCURRENCY" \
+        --seconds "$2" --warmup-seconds 0)
     line=${line#* all_ok=}
     echo "${line%% *}"
 }

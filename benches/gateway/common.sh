@@ -1,10 +1,19 @@
 # What the gateway bench scripts share (sourced by run.sh, callgrind.sh and paired.sh):
-# the request they send, the key it carries, steadfast's config, and starting a server
-# that prints its base URL first.
+# the request they send, the key it carries, sending it under load, steadfast's config,
+# and starting a server that prints its base URL first.
 
 # The mock's key (steadfast_mock::MOCK_KEY): a fixed test value, not a secret.
 MOCK_KEY=sk-steadfast-mock-not-a-secret
 BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
+
+# send_load ARGS...: the load generator (`loadgen` MODE --url URL ...) sending the
+# benchmark's request, its body and headers; under the command prefix LOAD_CPU (for
+# example `taskset -c 0`) when that array is set.
+send_load() {
+    ${LOAD_CPU[@]+"${LOAD_CPU[@]}"} "$BIN/loadgen" "$@" --body "$BODY" \
+        --header 'content-type: application/json' \
+        --header "authorization: Bearer $MOCK_KEY"
+}
 
 # steadfast_config FILE UPSTREAM_URL: writes `steadfast serve`'s config, one OpenAI
 # endpoint at the upstream, its key from STEADFAST_BENCH_MOCK_KEY.

@@ -37,10 +37,8 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 # rps URL CONCURRENCY: requests a second of 2xx answers (any error fails the script).
 rps() {
     local line
-    line=$("$BIN/loadgen" throughput --url "$1" --concurrency "$2" \
-        --seconds "$SECONDS_EACH" --warmup-seconds "$WARMUP_SECONDS" --body "$BODY" \
-        --header 'content-type: application/json' \
-        --header "authorization: Bearer $MOCK_KEY")
+    line=$(send_load throughput --url "$1" --concurrency "$2" \
+        --seconds "$SECONDS_EACH" --warmup-seconds "$WARMUP_SECONDS")
     if [[ $line != *" errors=0 "* ]]; then
         echo "paired.sh: errors against $1: $line" >&2
         exit 1

@@ -288,8 +288,7 @@ check_gateway() {
 # ---------------------------------------------------------------- load
 
 loadgen() {
-    "${LOAD_CPU[@]}" "$BIN/loadgen" "$@" --path "$CHAT_PATH" --body "$BODY" \
-        --header "content-type: application/json" --header "authorization: Bearer $MOCK_KEY"
+    send_load "$@" --path "$CHAT_PATH"
 }
 
 # field LINE KEY: the value of KEY=value in LINE.
